@@ -1,0 +1,3 @@
+from personalq.cli import main
+
+main()
