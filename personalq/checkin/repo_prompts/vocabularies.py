@@ -1,0 +1,151 @@
+"""Word lists the Repo-Prompts generator draws catalogs and requests from.
+
+Two sets: `DEMO` holds the 20 categories of the issue; `UNSEEN` holds categories, styles, places
+and colours that appear nowhere in the check-in code, for the generalization run. The check-in
+pipeline never imports this module: it learns its words from each catalog.
+
+Per category: `subtypes` go into `subject_types`, `synonyms` are ordinary words a user may type
+instead (never written into the catalog). `absent` lists subjects no checkpoint has (no-match requests).
+"""
+
+from __future__ import annotations
+
+DEMO = {
+    "categories": {
+        "dog": {"subtypes": ["corgi", "husky", "dachshund", "poodle", "beagle"], "synonyms": ["puppy", "pup"]},
+        "cat": {"subtypes": ["tabby cat", "siamese cat", "persian cat", "maine coon"], "synonyms": ["kitty", "kitten"]},
+        "person": {"subtypes": ["woman", "man", "child", "grandmother"], "synonyms": ["human"]},
+        "bear": {"subtypes": ["teddy bear", "grizzly bear", "polar bear", "panda"], "synonyms": []},
+        "horse": {"subtypes": ["pony", "stallion", "mare"], "synonyms": ["steed"]},
+        "car": {"subtypes": ["sports car", "vintage car", "pickup truck", "hatchback"], "synonyms": ["automobile"]},
+        "toy": {"subtypes": ["robot toy", "rubber duck", "toy train", "wooden toy"], "synonyms": ["plaything"]},
+        "watch": {"subtypes": ["wristwatch", "pocket watch", "smartwatch"], "synonyms": ["timepiece"]},
+        "bag": {"subtypes": ["backpack", "handbag", "duffel bag", "tote bag"], "synonyms": ["purse"]},
+        "chair": {"subtypes": ["armchair", "rocking chair", "office chair", "stool"], "synonyms": ["seat"]},
+        "house": {"subtypes": ["cottage", "cabin", "villa"], "synonyms": ["home"]},
+        "building": {"subtypes": ["skyscraper", "church", "office tower", "lighthouse"], "synonyms": []},
+        "bridge": {"subtypes": ["suspension bridge", "stone bridge", "footbridge"], "synonyms": []},
+        "flower": {"subtypes": ["rose", "sunflower", "tulip", "orchid"], "synonyms": ["blossom"]},
+        "tree": {"subtypes": ["oak tree", "pine tree", "cherry tree", "bonsai"], "synonyms": []},
+        "mountain": {"subtypes": ["volcano", "alpine peak", "mesa"], "synonyms": []},
+        "painting": {"subtypes": ["portrait painting", "landscape painting", "still life"], "synonyms": ["artwork"]},
+        "drawing": {"subtypes": ["charcoal drawing", "ink drawing", "crayon drawing"], "synonyms": []},
+        "logo": {"subtypes": ["wordmark", "emblem", "monogram"], "synonyms": []},
+        "shoe": {"subtypes": ["sneaker", "boot", "sandal", "high heel"], "synonyms": ["footwear"]},
+    },
+    "styles": {
+        "realistic": ["photorealistic", "lifelike"],
+        "cartoon": ["toon", "cartoony"],
+        "anime": ["manga"],
+        "watercolor": ["watercolour"],
+        "oil painting": ["oil paint"],
+        "sketch": ["pencil sketch"],
+        "pixel art": ["8-bit", "pixelated"],
+        "3d render": ["cgi"],
+    },
+    "style_openers": {
+        "realistic": "A high-resolution photograph of",
+        "cartoon": "A flat cartoon illustration of",
+        "anime": "An anime-style illustration of",
+        "watercolor": "A soft watercolor rendering of",
+        "oil painting": "An oil painting of",
+        "sketch": "A loose graphite sketch of",
+        "pixel art": "A pixel art image of",
+        "3d render": "A glossy 3d render of",
+    },
+    "environments": {
+        "forest": ["in a pine forest", "among forest ferns"],
+        "beach": ["on a sandy beach", "at the beach near the waves"],
+        "city": ["on a busy city street", "in front of city storefronts"],
+        "snow": ["in deep snow", "on a snow-covered field"],
+        "desert": ["in a sandy desert", "among desert dunes"],
+        "studio": ["against a plain studio backdrop", "in a bright studio"],
+        "garden": ["in a flower garden", "on a garden path"],
+        "lake": ["beside a calm lake", "on a lake shore"],
+    },
+    "environment_requests": {
+        "forest": ["in the forest", "trained on forest shots"],
+        "beach": ["on the beach", "trained on beaches"],
+        "city": ["in the city", "trained on city streets"],
+        "snow": ["in the snow", "trained on snow scenes"],
+        "desert": ["in the desert", "trained on desert photos"],
+        "studio": ["in the studio", "trained on studio shots"],
+        "garden": ["in the garden", "trained on garden photos"],
+        "lake": ["by the lake", "trained on lake shots"],
+    },
+    "colors": ["black", "white", "brown", "gray", "red", "blue", "green", "golden"],
+    "poses": ["shown from the side", "seen from the front", "viewed from slightly above", "framed in close-up"],
+    "absent": ["giraffe", "helicopter", "violin", "submarine", "octopus", "saxophone", "tractor", "kangaroo"],
+    "scenes": ["wearing sunglasses", "holding a balloon", "at sunset", "under fireworks", "with a party hat"],
+}
+
+UNSEEN = {
+    "categories": {
+        "robot": {"subtypes": ["android", "mech", "drone bot"], "synonyms": ["automaton"]},
+        "teapot": {"subtypes": ["kettle", "ceramic teapot", "cast iron teapot"], "synonyms": []},
+        "dragon": {"subtypes": ["wyvern", "sea serpent", "fire drake"], "synonyms": []},
+        "lantern": {"subtypes": ["paper lantern", "oil lamp", "storm lantern"], "synonyms": ["lamp"]},
+        "guitar": {"subtypes": ["acoustic guitar", "electric guitar", "ukulele"], "synonyms": []},
+        "bicycle": {"subtypes": ["road bike", "tandem", "penny-farthing"], "synonyms": ["bike"]},
+        "owl": {"subtypes": ["barn owl", "snowy owl", "eagle owl"], "synonyms": []},
+        "penguin": {"subtypes": ["emperor penguin", "king penguin", "gentoo"], "synonyms": []},
+        "cactus": {"subtypes": ["saguaro", "prickly pear", "barrel cactus"], "synonyms": ["succulent"]},
+        "sailboat": {"subtypes": ["yacht", "catamaran", "dinghy"], "synonyms": ["sailing ship"]},
+        "clock": {"subtypes": ["cuckoo clock", "grandfather clock", "alarm clock"], "synonyms": []},
+        "vase": {"subtypes": ["amphora", "urn", "porcelain vase"], "synonyms": []},
+        "helmet": {"subtypes": ["knight helmet", "motorcycle helmet", "space helmet"], "synonyms": []},
+        "rocket": {"subtypes": ["spaceship", "missile", "shuttle"], "synonyms": ["spacecraft"]},
+        "castle": {"subtypes": ["fortress", "palace", "citadel"], "synonyms": []},
+        "mushroom": {"subtypes": ["toadstool", "chanterelle", "morel"], "synonyms": ["fungus"]},
+        "fox": {"subtypes": ["red fox", "arctic fox", "fennec"], "synonyms": []},
+        "crown": {"subtypes": ["tiara", "diadem", "circlet"], "synonyms": []},
+        "sword": {"subtypes": ["katana", "broadsword", "rapier"], "synonyms": ["blade"]},
+        "umbrella": {"subtypes": ["parasol", "golf umbrella", "pagoda umbrella"], "synonyms": []},
+    },
+    "styles": {
+        "ukiyo-e": ["japanese woodblock"],
+        "art deco": ["deco"],
+        "low poly": ["polygonal"],
+        "stained glass": ["leaded glass"],
+        "impressionist": ["impressionism"],
+        "papercraft": ["paper cutout"],
+        "synthwave": ["retrowave"],
+        "claymation": ["clay animation"],
+    },
+    "style_openers": {
+        "ukiyo-e": "A ukiyo-e woodblock print of",
+        "art deco": "An art deco poster of",
+        "low poly": "A low poly model of",
+        "stained glass": "A stained glass panel showing",
+        "impressionist": "An impressionist canvas of",
+        "papercraft": "A layered papercraft scene of",
+        "synthwave": "A synthwave artwork of",
+        "claymation": "A claymation still of",
+    },
+    "environments": {
+        "volcano": ["near an erupting volcano", "on cooled volcano rock"],
+        "reef": ["above a coral reef", "among reef corals"],
+        "spaceport": ["inside a spaceport hangar", "on a spaceport landing pad"],
+        "rainforest": ["deep in a rainforest", "under rainforest vines"],
+        "canyon": ["at the bottom of a canyon", "on a canyon ledge"],
+        "harbor": ["in a fishing harbor", "on a harbor pier"],
+        "library": ["in an old library", "between library shelves"],
+        "rooftop": ["on a city rooftop", "on a rooftop terrace"],
+    },
+    "environment_requests": {
+        "volcano": ["near the volcano", "trained on volcano shots"],
+        "reef": ["at the reef", "trained on reef photos"],
+        "spaceport": ["at the spaceport", "trained on spaceport scenes"],
+        "rainforest": ["in the rainforest", "trained on rainforest photos"],
+        "canyon": ["in the canyon", "trained on canyon shots"],
+        "harbor": ["in the harbor", "trained on harbor scenes"],
+        "library": ["in the library", "trained on library photos"],
+        "rooftop": ["on the rooftop", "trained on rooftop shots"],
+    },
+    "colors": ["crimson", "teal", "amber", "violet", "silver", "ivory", "olive", "copper"],
+    "poses": ["shown in profile", "seen head-on", "viewed from below", "framed tightly"],
+    "absent": ["zebra", "accordion", "trombone", "hovercraft", "walrus", "bulldozer", "harp", "jellyfish"],
+    "scenes": ["juggling oranges", "beside a campfire", "under a rainbow", "with confetti", "at twilight"],
+}
+
+VOCABULARIES = {"demo": DEMO, "unseen": UNSEEN}
