@@ -1,0 +1,806 @@
+"""`RepoStore`: the catalog, the checkpoint files and the two indexes, kept consistent.
+
+The SQL catalog is the source of truth. Every change runs in one SQL transaction, and the Chroma
+update happens inside it, before the commit. If anything fails, the transaction rolls back, the new
+Chroma entries are deleted and the copied files are unlinked, so a refused or failed add leaves the
+store exactly as it was. Files are copied under a temporary name, fsynced, then renamed. A crash
+can leave at most an unreferenced file, never a catalog row without its file. Opening a store
+compares Chroma with the catalog and repairs any difference.
+
+Layout under `home`: `catalog.db` (default SQLite catalog), `chroma/`, `checkpoints/<id>.safetensors`,
+`previews/<id>/<n>.<ext>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, or_
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, SQLModel, col, create_engine, select
+
+from personalq.config import personalq_home
+from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, check_id, to_utc
+from personalq.store.embedder import Embedder, default_embedder
+from personalq.store.errors import ImportReport, StoreError, source_label
+from personalq.store.indexes import DenseIndex, SparseIndex
+from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
+from personalq.store.tables import (
+    LIST_VALUE_FIELDS,
+    CheckpointRow,
+    CheckpointValue,
+    DescriptionEmbedding,
+    StoreRevision,
+)
+
+_TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, StoreRevision, DescriptionEmbedding)]
+_FIELD_NAMES = {v: k for k, v in LIST_VALUE_FIELDS.items()}
+_SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
+_PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+_BATCH = 512
+_STALE_TMP_SECONDS = 600
+
+
+class DuplicateError(StoreError):
+    """The same weights (SHA-256) are already in the store: an import skips these rather than refusing."""
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """SQLModel's UTCDateTime stores aware datetimes as UTC and gives them back aware."""
+    return None if moment is None else moment.astimezone(timezone.utc)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(dest: Path, chunks: Iterable[bytes]) -> None:
+    """Write under a temporary name, fsync, then rename: readers see the whole file or none."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".tmp-{uuid.uuid4().hex}-{dest.name}"
+    try:
+        with tmp.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(dest.parent)
+
+
+def _file_chunks(path: Path) -> Iterable[bytes]:
+    with path.open("rb") as handle:
+        yield from iter(lambda: handle.read(1 << 20), b"")
+
+
+def _check_image(path: Path) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.verify()
+    except FileNotFoundError:
+        raise StoreError(f"preview {path}: no such file") from None
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
+        raise StoreError(f"preview {path.name}: unreadable image ({str(error).splitlines()[0] or type(error).__name__})") from None
+
+
+def load_sidecar(meta: dict | Path | str | None) -> dict[str, Any]:
+    """A sidecar is YAML or JSON (JSON is YAML) holding context-tuple keys."""
+    import yaml
+
+    if meta is None:
+        return {}
+    if isinstance(meta, dict):
+        return dict(meta)
+    path = Path(meta)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise StoreError(f"metadata {path.name}: cannot read ({error.strerror or error})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise StoreError(f"metadata {path.name}: not valid YAML/JSON ({str(error).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise StoreError(f"metadata {path.name}: must be a mapping of context-tuple keys, got {type(data).__name__}")
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclass
+class _Prepared:
+    """One validated checkpoint, ready to be committed; file copies happen at commit time."""
+
+    context: ContextTuple
+    raw_metadata: dict
+    source_file: Path | None = None  # copied into the store
+    stored_file: str | None = None  # relative to home (already inside, or the copy's destination)
+    sha256: str | None = None
+    size_bytes: int | None = None
+    preview_sources: list[Path] = field(default_factory=list)
+    preview_blobs: list[tuple[bytes, str]] = field(default_factory=list)
+    stored_previews: list[str] = field(default_factory=list)
+
+
+class RepoStore:
+    """A user's repository of personalized checkpoints: catalog, files, dense and sparse indexes."""
+
+    def __init__(self, home: Path, database_url: str, embedder: Embedder):
+        self.home = home
+        self.database_url = database_url
+        self._embedder = embedder
+        engine_args = {"connect_args": {"timeout": 60}} if database_url.startswith("sqlite") else {}
+        self._engine = create_engine(database_url, **engine_args)
+        SQLModel.metadata.create_all(self._engine, tables=_TABLES)
+        with Session(self._engine) as session:
+            if session.get(StoreRevision, 1) is None:
+                session.add(StoreRevision(id=1, revision=0))
+                session.commit()
+        self._cards_cache: tuple[int, dict[str, CheckpointCard]] | None = None
+        self._sparse_cache: tuple[int, SparseIndex] | None = None
+        self._dense = DenseIndex(home / "chroma")
+
+    @classmethod
+    def open(cls, home: Path | str | None = None, database_url: str | None = None, embedder: Embedder | None = None) -> RepoStore:
+        """Open (creating if needed) the store under `home` and repair indexes that disagree with the catalog."""
+        home = Path(home).expanduser().resolve() if home is not None else personalq_home()
+        home.mkdir(parents=True, exist_ok=True)
+        url = database_url or os.environ.get("PERSONALQ_DATABASE_URL") or f"sqlite:///{home / 'catalog.db'}"
+        store = cls(home, url, embedder or default_embedder())
+        store._sweep_temporary_files()
+        store.repair()
+        return store
+
+    def close(self) -> None:
+        self._dense.close()
+        self._engine.dispose()
+
+    def __enter__(self) -> RepoStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
+    def revision(self) -> int:
+        with Session(self._engine) as session:
+            return session.get(StoreRevision, 1).revision
+
+    # ------------------------------------------------------------------ reading
+
+    def cards(self) -> list[CheckpointCard]:
+        """Every checkpoint, oldest added first; cached until the catalog's revision changes."""
+        return list(self._card_map().values())
+
+    def get(self, checkpoint_id: str) -> CheckpointCard:
+        cached = self._cards_cache
+        if cached is not None and cached[0] == self.revision:
+            return cached[1][checkpoint_id]
+        found = self._load_cards([checkpoint_id])
+        if checkpoint_id not in found:
+            raise KeyError(checkpoint_id)
+        return found[checkpoint_id]
+
+    def __contains__(self, checkpoint_id: object) -> bool:
+        try:
+            self.get(str(checkpoint_id))
+        except KeyError:
+            return False
+        return True
+
+    def __len__(self) -> int:
+        with Session(self._engine) as session:
+            return session.exec(select(func.count()).select_from(CheckpointRow)).one()
+
+    def list(
+        self,
+        category: str | None = None,
+        style: str | None = None,
+        created_from: datetime | date | str | None = None,
+        created_to: datetime | date | str | None = None,
+        text: str | None = None,
+    ) -> list[CheckpointCard]:
+        """Checkpoints matching every given filter (case-insensitive), oldest created first.
+
+        A date-only `created_to` includes that whole day.
+        """
+        stmt = select(CheckpointRow.id)
+        if category:
+            stmt = stmt.where(func.lower(CheckpointRow.category) == category.strip().lower())
+        if style:
+            styled = select(CheckpointValue.checkpoint_id).where(
+                CheckpointValue.field == "style_tag", func.lower(CheckpointValue.value) == style.strip().lower()
+            )
+            stmt = stmt.where(col(CheckpointRow.id).in_(styled))
+        if created_from is not None:
+            stmt = stmt.where(CheckpointRow.created_at >= _utc(to_utc(created_from)))
+        if created_to is not None:
+            if isinstance(created_to, date) and not isinstance(created_to, datetime):
+                stmt = stmt.where(CheckpointRow.created_at < _utc(to_utc(created_to + timedelta(days=1))))
+            else:
+                stmt = stmt.where(CheckpointRow.created_at <= _utc(to_utc(created_to)))
+        if text:
+            mentioned = select(CheckpointValue.checkpoint_id).where(col(CheckpointValue.value).icontains(text, autoescape=True))
+            stmt = stmt.where(
+                or_(
+                    col(CheckpointRow.description).icontains(text, autoescape=True),
+                    col(CheckpointRow.id).icontains(text, autoescape=True),
+                    col(CheckpointRow.id).in_(mentioned),
+                )
+            )
+        stmt = stmt.order_by(CheckpointRow.created_at, CheckpointRow.id)
+        with Session(self._engine) as session:
+            ids = list(session.exec(stmt))
+        cards = self._card_map()
+        return [cards[i] for i in ids if i in cards]
+
+    def _card_map(self) -> dict[str, CheckpointCard]:
+        revision = self.revision
+        if self._cards_cache is None or self._cards_cache[0] != revision:
+            self._cards_cache = (revision, self._load_cards())
+        return self._cards_cache[1]
+
+    def _load_cards(self, ids: Sequence[str] | None = None) -> dict[str, CheckpointCard]:
+        """Column selects rather than ORM objects: 100k rows must load in seconds."""
+        columns = (
+            CheckpointRow.id, CheckpointRow.description, CheckpointRow.created_at, CheckpointRow.version,
+            CheckpointRow.last_used_at, CheckpointRow.category, CheckpointRow.base_model, CheckpointRow.kind,
+            CheckpointRow.file_path, CheckpointRow.sha256, CheckpointRow.size_bytes, CheckpointRow.raw_metadata,
+            CheckpointRow.added_at, CheckpointRow.updated_at,
+        )
+        rows_stmt = select(*columns).order_by(CheckpointRow.added_at, CheckpointRow.id)
+        values_stmt = select(CheckpointValue.checkpoint_id, CheckpointValue.field, CheckpointValue.value).order_by(
+            CheckpointValue.checkpoint_id, CheckpointValue.field, CheckpointValue.position
+        )
+        if ids is not None:
+            rows_stmt = rows_stmt.where(col(CheckpointRow.id).in_(list(ids)))
+            values_stmt = values_stmt.where(col(CheckpointValue.checkpoint_id).in_(list(ids)))
+        with Session(self._engine) as session:
+            rows = session.exec(rows_stmt).all()
+            values = session.exec(values_stmt).all()
+        lists: dict[str, dict[str, list[str]]] = {}
+        for checkpoint_id, name, value in values:
+            lists.setdefault(checkpoint_id, {}).setdefault(_FIELD_NAMES[name], []).append(value)
+        home = self.home
+        cards = {}
+        for (id_, description, created, version, used, category, base, kind, file_path, sha, size, raw, added, updated) in rows:
+            own = lists.get(id_, {})
+            cards[id_] = CheckpointCard(
+                id=id_,
+                triggers=own.get("triggers", []),
+                subject_types=own.get("subject_types", []),
+                style_tags=own.get("style_tags", []),
+                description=description,
+                created_at=_utc(created),
+                version=version,
+                environment=own.get("environment", []),
+                last_used_at=_utc(used),
+                category=category,
+                base_model=base,
+                kind=kind,
+                file_path=home / file_path if file_path else None,
+                sha256=sha,
+                size_bytes=size,
+                previews=[home / p for p in own.get("previews", [])],
+                raw_metadata=raw or {},
+                added_at=_utc(added),
+                updated_at=_utc(updated),
+            )
+        return cards
+
+    # ------------------------------------------------------------------ search
+
+    def dense_search(self, query: str, k: int, ids: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Best-first (id, cosine similarity) of the query against checkpoint descriptions."""
+        if k <= 0 or (ids is not None and not ids):
+            return []
+        return self._dense.query(self.embedder.embed([query])[0], k, ids)
+
+    def sparse_search(self, query: str, k: int, ids: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Best-first (id, BM25 score) of the query's words against checkpoint cards."""
+        revision = self.revision
+        if self._sparse_cache is None or self._sparse_cache[0] != revision:
+            self._sparse_cache = (revision, SparseIndex(self.cards()))
+        return self._sparse_cache[1].query(query, k, ids)
+
+    # ------------------------------------------------------------------ adding
+
+    def read_file_metadata(self, path: Path | str, meta: dict | Path | str | None = None) -> dict[str, Any]:
+        """The context tuple a file would be added with (header prefill, sidecar wins), without adding it."""
+        path = Path(path).expanduser()
+        header = read_header(path)
+        merged = prefill(header, path) | load_sidecar(meta)
+        merged["raw_metadata"] = dict(header.metadata)
+        return _jsonable(merged)
+
+    def add(self, path: Path | str, meta: dict | Path | str | None = None, previews: Sequence[Path | str] = ()) -> CheckpointCard:
+        """Copy a `.safetensors` checkpoint into the store with its context tuple and previews.
+
+        Raises `StoreError` (one line) and leaves the store unchanged if anything is wrong.
+        """
+        prepared = self._prepare_file(Path(path).expanduser(), meta, [Path(p).expanduser() for p in previews])
+        self._commit([prepared])
+        return self.get(prepared.context.id)
+
+    def add_entry(self, entry: dict[str, Any]) -> CheckpointCard:
+        """Add one metadata-only context tuple (a catalog JSONL line); raises `StoreError` if refused."""
+        prepared = self._prepare_entry(entry)
+        self._refuse_duplicates(prepared)
+        self._commit([prepared])
+        return self.get(prepared.context.id)
+
+    def _prepare_file(self, path: Path, meta: dict | Path | str | None, previews: Sequence[Path]) -> _Prepared:
+        header = read_header(path)
+        sidecar = load_sidecar(meta)
+        context = ContextTuple.parse(prefill(header, path) | sidecar)
+        prepared = _Prepared(
+            context=context,
+            raw_metadata=dict(header.metadata),
+            source_file=path,
+            stored_file=f"checkpoints/{context.id}.safetensors",
+            sha256=file_sha256(path),
+            size_bytes=header.size_bytes,
+        )
+        self._refuse_duplicates(prepared)
+        for preview in previews:
+            if preview.suffix.lower() not in _PREVIEW_SUFFIXES:
+                raise StoreError(f"preview {preview.name}: expected one of {', '.join(_PREVIEW_SUFFIXES)}")
+            _check_image(preview)
+        prepared.preview_sources = list(previews)
+        if not previews and (thumbnail := thumbnail_bytes(header.metadata)) is not None:
+            prepared.preview_blobs.append(thumbnail)
+        return prepared
+
+    def _prepare_entry(self, entry: dict[str, Any]) -> _Prepared:
+        context = ContextTuple.parse(entry)
+        extras = context.extras
+        prepared = _Prepared(context=context, raw_metadata=_jsonable({k: v for k, v in extras.items() if k not in ("file", "previews", "sha256", "size_bytes")}))
+        if extras.get("file") is not None:
+            stored = self._inside_store(extras["file"], "file")
+            prepared.stored_file = stored
+            prepared.sha256 = file_sha256(self.home / stored)
+            prepared.size_bytes = (self.home / stored).stat().st_size
+        previews = extras.get("previews") or []
+        if not isinstance(previews, list):
+            raise StoreError("previews: expected a list of paths")
+        prepared.stored_previews = [self._inside_store(p, "preview") for p in previews]
+        return prepared
+
+    def _inside_store(self, value: Any, what: str) -> str:
+        """A path named by a catalog entry must already be inside the store's home."""
+        if not isinstance(value, str) or not value.strip():
+            raise StoreError(f"{what}: expected a path relative to the store, got {value!r}")
+        resolved = (self.home / value).resolve()
+        if not resolved.is_relative_to(self.home):
+            raise StoreError(f"{what} {value!r} escapes the store ({self.home}); entries may only name files inside it")
+        if not resolved.is_file():
+            raise StoreError(f"{what} {value!r} is not in the store; use `personalq repo add` to import weights")
+        if what == "preview":
+            _check_image(resolved)
+        return resolved.relative_to(self.home).as_posix()
+
+    def _refuse_duplicates(self, prepared: _Prepared) -> None:
+        with Session(self._engine) as session:
+            if prepared.sha256 is not None:
+                same = session.exec(select(CheckpointRow.id).where(CheckpointRow.sha256 == prepared.sha256)).first()
+                if same is not None:
+                    raise DuplicateError(f"duplicate SHA-256: the same weights are already in the store as {same!r}")
+            if session.get(CheckpointRow, prepared.context.id) is not None:
+                raise StoreError(f"duplicate id {prepared.context.id!r}: already in the catalog (remove it first or choose another id)")
+
+    def _commit(self, batch: Sequence[_Prepared], progress: Any = None) -> None:
+        """Copy files, embed, write rows and vectors; on any failure undo all of it and raise `StoreError`."""
+        created: list[Path] = []
+        dense_ids: list[str] = []
+        try:
+            for item in batch:
+                self._copy_files(item, created)
+            vectors, cache_rows = self._vectors([item.context.description for item in batch], progress)
+            now = _utc(_now())
+            with Session(self._engine) as session:
+                for item in batch:
+                    session.add(self._row(item, now))
+                    session.add_all(self._values(item))
+                for row in cache_rows:
+                    session.merge(row)
+                self._bump(session)
+                session.flush()
+                dense_ids = [item.context.id for item in batch]
+                self._dense.upsert(dense_ids, vectors, [self._dense_meta(item.context.description) for item in batch])
+                session.commit()
+        except Exception as error:
+            if dense_ids:
+                try:
+                    self._dense.delete(dense_ids)
+                except Exception:
+                    pass  # repaired on next open: Chroma ids missing from the catalog are dropped
+            for path in reversed(created):
+                path.unlink(missing_ok=True)
+                if path.parent != self.home / "checkpoints" and path.parent.is_dir() and not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+            if isinstance(error, StoreError):
+                raise
+            if isinstance(error, SQLAlchemyError):
+                reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+            else:
+                reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise StoreError(f"could not add {', '.join(item.context.id for item in batch[:3])}: {reason}") from error
+
+    def _copy_files(self, item: _Prepared, created: list[Path]) -> None:
+        if item.source_file is not None:
+            dest = self.home / item.stored_file
+            _atomic_write(dest, _file_chunks(item.source_file))
+            created.append(dest)
+        if item.preview_sources or item.preview_blobs:
+            folder = self.home / "previews" / item.context.id
+            if folder.exists():  # left by a crash before commit: the id is not in the catalog
+                shutil.rmtree(folder)
+            for n, source in enumerate(item.preview_sources):
+                dest = folder / f"{n}{source.suffix.lower()}"
+                _atomic_write(dest, _file_chunks(source))
+                created.append(dest)
+                item.stored_previews.append(dest.relative_to(self.home).as_posix())
+            for n, (blob, suffix) in enumerate(item.preview_blobs, start=len(item.preview_sources)):
+                dest = folder / f"{n}{suffix}"
+                _atomic_write(dest, [blob])
+                created.append(dest)
+                item.stored_previews.append(dest.relative_to(self.home).as_posix())
+
+    @staticmethod
+    def _row(item: _Prepared, now: datetime) -> CheckpointRow:
+        c = item.context
+        return CheckpointRow(
+            id=c.id,
+            description=c.description,
+            created_at=_utc(c.created_at),
+            version=c.version,
+            last_used_at=_utc(c.last_used_at),
+            category=c.category or c.subject_types[0],
+            base_model=c.base_model,
+            kind=c.kind,
+            file_path=item.stored_file,
+            sha256=item.sha256,
+            size_bytes=item.size_bytes,
+            raw_metadata=item.raw_metadata,
+            added_at=now,
+            updated_at=now,
+        )
+
+    @staticmethod
+    def _values(item: _Prepared) -> list[CheckpointValue]:
+        lists = {name: getattr(item.context, name) for name in LIST_FIELDS} | {"previews": item.stored_previews}
+        return [
+            CheckpointValue(checkpoint_id=item.context.id, field=LIST_VALUE_FIELDS[name], position=i, value=value)
+            for name, items in lists.items()
+            for i, value in enumerate(items)
+        ]
+
+    @staticmethod
+    def _bump(session: Session) -> None:
+        counter = session.get(StoreRevision, 1)
+        counter.revision += 1
+        session.add(counter)
+
+    def _dense_meta(self, description: str) -> dict[str, str]:
+        return {"embedder": self.embedder.name, "text_sha256": _text_sha(description)}
+
+    def _vectors(self, texts: Sequence[str], progress: Any = None) -> tuple[np.ndarray, list[DescriptionEmbedding]]:
+        """Embeddings for `texts`, from the cache where present; the new ones come back as cache rows."""
+        name = self.embedder.name
+        hashes = [_text_sha(t) for t in texts]
+        cached: dict[str, np.ndarray] = {}
+        wanted = list(dict.fromkeys(hashes))
+        with Session(self._engine) as session:
+            for start in range(0, len(wanted), 2000):
+                chunk = wanted[start : start + 2000]
+                stmt = select(DescriptionEmbedding.text_sha256, DescriptionEmbedding.vector).where(
+                    DescriptionEmbedding.embedder == name, col(DescriptionEmbedding.text_sha256).in_(chunk)
+                )
+                for text_hash, blob in session.exec(stmt):
+                    cached[text_hash] = np.frombuffer(blob, dtype=np.float32)
+        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
+        new_rows = []
+        if missing:
+            missing_hashes, missing_texts = list(missing), list(missing.values())
+            step = 256
+            for start in range(0, len(missing_texts), step):
+                vectors = self.embedder.embed(missing_texts[start : start + step])
+                for text_hash, vector in zip(missing_hashes[start : start + step], vectors, strict=True):
+                    vector = np.asarray(vector, dtype=np.float32)
+                    cached[text_hash] = vector
+                    new_rows.append(DescriptionEmbedding(embedder=name, text_sha256=text_hash, vector=vector.tobytes()))
+                if progress is not None:
+                    progress.set_postfix_str(f"embedded {min(start + step, len(missing_texts))}/{len(missing_texts)}")
+        dim = len(next(iter(cached.values()))) if cached else 0
+        matrix = np.stack([cached[h] for h in hashes]) if hashes else np.zeros((0, dim), dtype=np.float32)
+        return matrix, new_rows
+
+    # ------------------------------------------------------------------ batch imports
+
+    def import_dir(self, directory: Path | str, progress: bool = False) -> ImportReport:
+        """Add every checkpoint in a folder: `name.safetensors` with `name.yaml|yml|json` and `name*.png|jpg|webp`."""
+        from tqdm import tqdm
+
+        directory = Path(directory).expanduser()
+        if not directory.is_dir():
+            raise StoreError(f"{directory}: not a folder")
+        report = ImportReport()
+        files = sorted(p for p in directory.iterdir() if p.is_file())
+        checkpoints = [p for p in files if p.suffix.lower() == ".safetensors"]
+        report.refused += [(str(p), pickle_refusal(p)) for p in files if p.suffix.lower() in PICKLE_SUFFIXES]
+        for path in tqdm(checkpoints, desc="import", unit="file", disable=not progress):
+            sidecars = [path.with_suffix(s) for s in _SIDECAR_SUFFIXES if path.with_suffix(s).is_file()]
+            previews = [
+                p for p in files
+                if p.suffix.lower() in _PREVIEW_SUFFIXES and (p.stem == path.stem or p.stem.startswith(path.stem + "."))
+            ]
+            try:
+                card = self.add(path, meta=sidecars[0] if sidecars else None, previews=previews)
+            except DuplicateError as error:
+                report.skipped.append((str(path), str(error)))
+            except StoreError as error:
+                report.refused.append((str(path), str(error)))
+            else:
+                report.added.append(card.id)
+        return report
+
+    def load_catalog(self, jsonl_path: Path | str, progress: bool = False) -> ImportReport:
+        """Add the metadata-only entries of a catalog JSONL file, in batches; bad lines are refused, not fatal.
+
+        An entry identical to the stored one is skipped, so loading the same catalog twice is harmless.
+        """
+        from tqdm import tqdm
+
+        jsonl_path = Path(jsonl_path).expanduser()
+        try:
+            lines = jsonl_path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise StoreError(f"{jsonl_path}: cannot read ({getattr(error, 'strerror', None) or error})") from None
+        report = ImportReport()
+        existing = self._card_map()
+        seen: set[str] = set()
+        pending: list[tuple[str, _Prepared]] = []
+        bar = tqdm(total=len(lines), desc="load-catalog", unit="entry", disable=not progress)
+        for number, line in enumerate(lines, start=1):
+            label = source_label(jsonl_path.name, number)
+            if not line.strip():
+                bar.update(1)
+                continue
+            try:
+                prepared = self._prepare_entry(json.loads(line))
+                id_ = prepared.context.id
+                if id_ in existing:
+                    if self._same_entry(existing[id_], prepared):
+                        report.skipped.append((label, f"{id_!r} is already in the catalog with the same content"))
+                        bar.update(1)
+                        continue
+                    raise StoreError(f"duplicate id {id_!r}: already in the catalog with different content")
+                if id_ in seen:
+                    raise StoreError(f"duplicate id {id_!r}: appears earlier in this file")
+                if prepared.sha256 is not None:
+                    self._refuse_duplicates(prepared)
+            except json.JSONDecodeError as error:
+                report.refused.append((label, f"not valid JSON ({error.msg})"))
+                bar.update(1)
+                continue
+            except StoreError as error:
+                report.refused.append((label, str(error)))
+                bar.update(1)
+                continue
+            seen.add(id_)
+            pending.append((label, prepared))
+            if len(pending) >= _BATCH:
+                self._commit_batch(pending, report, bar)
+                pending = []
+        self._commit_batch(pending, report, bar)
+        bar.close()
+        return report
+
+    def _commit_batch(self, pending: list[tuple[str, _Prepared]], report: ImportReport, bar: Any) -> None:
+        if not pending:
+            return
+        try:
+            self._commit([p for _, p in pending], progress=bar)
+        except StoreError as error:
+            report.refused += [(label, str(error)) for label, _ in pending]
+        else:
+            report.added += [p.context.id for _, p in pending]
+        bar.update(len(pending))
+
+    def _same_entry(self, card: CheckpointCard, prepared: _Prepared) -> bool:
+        stored = card.to_catalog_entry(self.home)
+        incoming = self._entry_of(prepared)
+        return {k: stored.get(k) for k in CONTEXT_FIELDS} == {k: incoming.get(k) for k in CONTEXT_FIELDS}
+
+    @staticmethod
+    def _entry_of(prepared: _Prepared) -> dict[str, Any]:
+        c = prepared.context
+        data = c.model_dump(mode="json", include=set(CONTEXT_FIELDS))
+        data["category"] = c.category or c.subject_types[0]
+        for key in ("created_at", "last_used_at"):
+            moment = getattr(c, key)
+            data[key] = None if moment is None else moment.isoformat().replace("+00:00", "Z")
+        return data
+
+    def export_catalog(self, path: Path | str) -> int:
+        """Write the catalog as JSONL (file paths relative to the store); returns the number of entries."""
+        cards = self.cards()
+        lines = [json.dumps(card.to_catalog_entry(self.home), ensure_ascii=False) + "\n" for card in cards]
+        _atomic_write(Path(path).expanduser(), [line.encode("utf-8") for line in lines])
+        return len(cards)
+
+    # ------------------------------------------------------------------ changing and removing
+
+    def update(self, checkpoint_id: str, **fields: Any) -> CheckpointCard:
+        """Change context-tuple fields of one checkpoint; the indexes follow in the same transaction."""
+        unknown = set(fields) - (set(CONTEXT_FIELDS) - {"id"})
+        if unknown:
+            raise StoreError(f"cannot update {', '.join(sorted(unknown))}: only context-tuple fields other than id")
+        card = self.get(checkpoint_id)
+        merged = {k: v for k, v in card.to_catalog_entry(self.home).items() if k in CONTEXT_FIELDS}
+        if "subject_types" in fields and "category" not in fields and card.category == card.subject_types[0]:
+            merged.pop("category")  # the category followed the first subject type; keep it that way
+        context = ContextTuple.parse(merged | fields)
+        vectors = cache_rows = None
+        if context.description != card.description:
+            vectors, cache_rows = self._vectors([context.description])
+        with Session(self._engine) as session:
+            row = session.get(CheckpointRow, checkpoint_id)
+            row.description = context.description
+            row.created_at = _utc(context.created_at)
+            row.version = context.version
+            row.last_used_at = _utc(context.last_used_at)
+            row.category = context.category or context.subject_types[0]
+            row.base_model = context.base_model
+            row.kind = context.kind
+            row.updated_at = _utc(_now())
+            session.add(row)
+            session.exec(
+                delete(CheckpointValue).where(
+                    CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
+                )
+            )
+            item = _Prepared(context=context, raw_metadata={})
+            session.add_all([v for v in self._values(item) if v.field != LIST_VALUE_FIELDS["previews"]])
+            for cache_row in cache_rows or []:
+                session.merge(cache_row)
+            self._bump(session)
+            session.flush()
+            if vectors is not None:
+                self._dense.upsert([checkpoint_id], vectors, [self._dense_meta(context.description)])
+            try:
+                session.commit()
+            except Exception:
+                if vectors is not None:  # put the old vector back
+                    old, _ = self._vectors([card.description])
+                    self._dense.upsert([checkpoint_id], old, [self._dense_meta(card.description)])
+                raise
+        return self.get(checkpoint_id)
+
+    def mark_used(self, checkpoint_id: str, when: datetime | None = None) -> None:
+        """Record a use (default: now), which requests like "the one I used yesterday" rely on."""
+        with Session(self._engine) as session:
+            row = session.get(CheckpointRow, checkpoint_id)
+            if row is None:
+                raise KeyError(checkpoint_id)
+            row.last_used_at = _utc(to_utc(when) if when is not None else _now())
+            session.add(row)
+            self._bump(session)
+            session.commit()
+
+    def remove(self, checkpoint_id: str) -> None:
+        """Delete the catalog row, the files and both index entries."""
+        card = self.get(checkpoint_id)
+        with Session(self._engine) as session:
+            session.exec(delete(CheckpointValue).where(CheckpointValue.checkpoint_id == checkpoint_id))
+            session.exec(delete(CheckpointRow).where(CheckpointRow.id == checkpoint_id))
+            self._bump(session)
+            session.commit()
+        self._dense.delete([checkpoint_id])  # if this fails, opening the store drops the orphan vector
+        if card.file_path is not None and card.file_path.is_relative_to(self.home / "checkpoints"):
+            card.file_path.unlink(missing_ok=True)
+        shutil.rmtree(self.home / "previews" / check_id(checkpoint_id), ignore_errors=True)
+
+    # ------------------------------------------------------------------ index maintenance
+
+    def repair(self) -> dict[str, int]:
+        """Make Chroma agree with the catalog: add missing or stale vectors, drop extra ones."""
+        with Session(self._engine) as session:
+            expected = dict(session.exec(select(CheckpointRow.id, CheckpointRow.description)).all())
+        stored = self._dense.entries()
+        name = self.embedder.name
+        if any(embedder != name for embedder, _ in stored.values()):
+            self._dense.clear()  # another embedder (maybe another width) wrote these: start over
+            stored = {}
+        extra = [id_ for id_ in stored if id_ not in expected]
+        stale = [id_ for id_, text in expected.items() if stored.get(id_) != (name, _text_sha(text))]
+        self._dense.delete(extra)
+        self._index_dense(stale, expected)
+        return {"added": len(stale), "removed": len(extra), "recreated": int(self._dense.recreated)}
+
+    def reindex(self, progress: bool = False) -> None:
+        """Rebuild both indexes from the catalog (descriptions already embedded come from the cache)."""
+        with Session(self._engine) as session:
+            expected = dict(session.exec(select(CheckpointRow.id, CheckpointRow.description)).all())
+        self._dense.clear()
+        self._index_dense(list(expected), expected, progress)
+        self._sparse_cache = None
+        self._sparse_cache = (self.revision, SparseIndex(self.cards()))
+
+    def _index_dense(self, ids: Sequence[str], descriptions: dict[str, str], progress: bool = False) -> None:
+        from tqdm import tqdm
+
+        with tqdm(total=len(ids), desc="reindex", unit="entry", disable=not progress or not ids) as bar:
+            for start in range(0, len(ids), _BATCH * 4):
+                chunk = ids[start : start + _BATCH * 4]
+                texts = [descriptions[i] for i in chunk]
+                vectors, cache_rows = self._vectors(texts, bar)
+                if cache_rows:
+                    with Session(self._engine) as session:
+                        for row in cache_rows:
+                            session.merge(row)
+                        session.commit()
+                self._dense.upsert(chunk, vectors, [self._dense_meta(t) for t in texts])
+                bar.update(len(chunk))
+
+    def _sweep_temporary_files(self) -> None:
+        """Remove `.tmp-*` copies a crash left behind (old enough not to belong to a running add)."""
+        cutoff = time.time() - _STALE_TMP_SECONDS
+        for folder in (self.home / "checkpoints", self.home / "previews"):
+            if folder.is_dir():
+                for tmp in folder.rglob(".tmp-*"):
+                    try:
+                        if tmp.stat().st_mtime < cutoff:
+                            tmp.unlink()
+                    except OSError:
+                        pass
