@@ -1,0 +1,74 @@
+"""Loading the one resident base model from wherever the user keeps it.
+
+Users download Stable Diffusion as a hub repo, a diffusers folder or, most often, a single
+`.safetensors` file; all three load through diffusers, and the family ("sd15", "sdxl", "pq-nano")
+is recorded so that checkpoints made for another base can be refused by name before they fail by shape.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from personalq.serving.requests import ServingError
+
+SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt")
+_SDXL_SINGLE_FILE_KEY = "conditioner.embedders.1."
+
+_FAMILY_ALIASES = {
+    "sd15": "sd15", "sd1.5": "sd15", "sd-1.5": "sd15", "sd1": "sd15", "sd-v1-5": "sd15", "stable-diffusion-v1-5": "sd15",
+    "sdxl": "sdxl", "sdxl-turbo": "sdxl", "sd-xl": "sdxl", "sdxl-base": "sdxl", "sdxl1.0": "sdxl",
+    "pq-nano": "pq-nano", "nano": "pq-nano",
+}
+
+
+def base_family(name: str | None) -> str | None:
+    """Canonical family of a base-model name as catalogs write it; unknown names pass through lower-cased."""
+    if name is None or not str(name).strip():
+        return None
+    key = str(name).strip().lower()
+    return _FAMILY_ALIASES.get(key, _FAMILY_ALIASES.get(key.rsplit("/", 1)[-1], key))
+
+
+def _is_sdxl_single_file(path: Path) -> bool:
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            return any(key.startswith(_SDXL_SINGLE_FILE_KEY) for key in f.keys())
+    checkpoint = torch.load(str(path), map_location="meta", weights_only=True)
+    return any(key.startswith(_SDXL_SINGLE_FILE_KEY) for key in checkpoint.get("state_dict", checkpoint))
+
+
+def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | Path | None = None):
+    """(pipeline, family) for "pq-nano", a local diffusers folder, a single-file checkpoint or a hub id."""
+    from diffusers import DiffusionPipeline, StableDiffusionPipeline, StableDiffusionXLPipeline
+
+    if base_family(spec) == "pq-nano":
+        try:
+            from personalq.nano import load_pipeline
+        except ImportError as error:
+            raise ServingError(f"PQ-Nano is not available ({error}); pass a base model (hub id, folder or file)") from None
+        pipe = load_pipeline()
+        pipe.to(dtype=dtype)
+        return pipe, "pq-nano"
+    path = Path(spec).expanduser()
+    try:
+        if path.is_dir():
+            pipe = DiffusionPipeline.from_pretrained(str(path), torch_dtype=dtype)
+        elif path.is_file():
+            if path.suffix not in SINGLE_FILE_SUFFIXES:
+                raise ServingError(f"{path.name}: a single-file base model must be {' or '.join(SINGLE_FILE_SUFFIXES)}")
+            cls = StableDiffusionXLPipeline if _is_sdxl_single_file(path) else StableDiffusionPipeline
+            kwargs = {"config": str(single_file_config)} if single_file_config else {}
+            pipe = cls.from_single_file(str(path), torch_dtype=dtype, **kwargs)
+        else:
+            pipe = DiffusionPipeline.from_pretrained(spec, torch_dtype=dtype)
+    except ServingError:
+        raise
+    except Exception as error:  # diffusers raises many types; the user needs the one line
+        raise ServingError(f"cannot load base model {spec!r}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
+    if getattr(pipe, "safety_checker", None) is not None:
+        pipe.safety_checker = None  # personal checkpoints of one's own subjects; the checker also needs CLIP vision weights
+    return pipe, "sdxl" if isinstance(pipe, StableDiffusionXLPipeline) else "sd15"

@@ -1,0 +1,137 @@
+"""Reading each checkpoint kind from disk into what the manager keeps resident.
+
+A payload is read once, then lives in the resident cache: switching to a checkpoint later copies
+tensors already in memory instead of touching the disk (that is what the naive server pays for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from personalq.serving.requests import ServingError
+
+UNET_KEY_PREFIX = "unet."
+TEXT_ENCODER_KEY_PREFIXES = ("text_encoder.", "text_encoder_2.")
+
+
+@dataclass
+class LoraPayload:
+    """A LoRA in diffusers' format, plus the trigger embeddings a personalized LoRA carries."""
+
+    checkpoint_id: str
+    unet_state_dict: dict[str, torch.Tensor]
+    network_alphas: dict | None
+    metadata: dict | None
+    rank: int
+    trigger_embeddings: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class DreamBoothPayload:
+    """A full fine-tune: the components that replace the base's (None keeps the base's)."""
+
+    checkpoint_id: str
+    components: dict[str, Any]
+
+
+@dataclass
+class TextualInversionPayload:
+    """Embeddings per text encoder ("text_encoder" and, for SDXL, "text_encoder_2")."""
+
+    checkpoint_id: str
+    embeddings: dict[str, torch.Tensor]
+
+
+def _file_of(card) -> Path:
+    if card.file_path is None:
+        raise ServingError(f"checkpoint {card.id} has no file in the store")
+    path = Path(card.file_path)
+    if not path.exists():
+        raise ServingError(f"checkpoint {card.id}: file {path} is missing")
+    return path
+
+
+def _lora_rank(state_dict: dict[str, torch.Tensor]) -> int:
+    ranks = [v.shape[0] for k, v in state_dict.items() if k.endswith(("lora.down.weight", "lora_A.weight"))]
+    if not ranks:
+        raise ServingError("holds no LoRA down/A weights for the UNet")
+    return max(ranks)
+
+
+def load_lora(card, pipe, device, dtype) -> LoraPayload:
+    path = _file_of(card)
+    state_dict, network_alphas, metadata = pipe.lora_state_dict(str(path), return_lora_metadata=True)
+    if any(key.startswith(TEXT_ENCODER_KEY_PREFIXES) for key in state_dict):
+        raise ServingError(f"checkpoint {card.id}: text-encoder LoRA layers cannot be hot-swapped; only UNet LoRAs are served")
+    unet_state = {k: v.to(device, dtype) for k, v in state_dict.items() if k.startswith(UNET_KEY_PREFIX)}
+    if not unet_state:
+        raise ServingError(f"checkpoint {card.id}: no UNet LoRA weights in {path.name}")
+    from personalq.personalize.lora_file import TRIGGER_KEY_PREFIX, read_trigger_embeddings
+
+    has_triggers = any(k.startswith(TRIGGER_KEY_PREFIX) for k in state_dict)
+    embeddings = read_trigger_embeddings(path) if has_triggers else {}
+    return LoraPayload(
+        checkpoint_id=card.id,
+        unet_state_dict=unet_state,
+        network_alphas=network_alphas,
+        metadata=metadata,
+        rank=_lora_rank(unet_state),
+        trigger_embeddings={t: e.to(device, dtype) for t, e in embeddings.items()},
+    )
+
+
+def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> DreamBoothPayload:
+    """A diffusers folder (whole pipeline or just `unet/`, `text_encoder/`...) or a single-file checkpoint."""
+    path = _file_of(card)
+    names = [n for n in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(pipe, n, None) is not None]
+    if path.is_file():
+        kwargs = {"config": str(single_file_config)} if single_file_config else {}
+        full = type(pipe).from_single_file(str(path), torch_dtype=dtype, **kwargs)
+        components = {n: getattr(full, n) for n in names}
+    else:
+        if (path / "diffusion_pytorch_model.safetensors").exists() or (path / "config.json").exists():
+            found = {"unet": path}  # a bare UNet folder
+        else:
+            found = {n: path / n for n in names if (path / n).is_dir()}
+        if "unet" not in found:
+            raise ServingError(f"checkpoint {card.id}: {path} holds no unet/ folder")
+        components = {}
+        for name, folder in found.items():
+            cls = type(getattr(pipe, name))
+            if name.startswith("tokenizer"):
+                components[name] = cls.from_pretrained(str(folder))
+            elif name == "unet":
+                components[name] = cls.from_pretrained(str(folder), torch_dtype=dtype)
+            else:
+                components[name] = cls.from_pretrained(str(folder), dtype=dtype)
+    for name, module in components.items():
+        if isinstance(module, torch.nn.Module):
+            module.to(device).eval().requires_grad_(False)
+    return DreamBoothPayload(card.id, components)
+
+
+def load_textual_inversion(card, pipe, device, dtype) -> TextualInversionPayload:
+    """Diffusers (`{token: tensor}`), A1111 (`string_to_param`) and SDXL (`clip_l`/`clip_g`) embedding files."""
+    path = _file_of(card)
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(path))
+    else:
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    if "string_to_param" in state:
+        state = dict(state["string_to_param"])
+    if "clip_l" in state or "clip_g" in state:
+        embeddings = {"text_encoder": state["clip_l"], "text_encoder_2": state["clip_g"]}
+    elif len(state) == 1:
+        embeddings = {"text_encoder": next(iter(state.values()))}
+    else:
+        raise ServingError(f"checkpoint {card.id}: {path.name} holds {len(state)} tensors, expected one embedding")
+    return TextualInversionPayload(card.id, {k: v.to(device, dtype) for k, v in embeddings.items()})
+
+
+LOADERS = {"lora": load_lora, "dreambooth": load_dreambooth, "textual_inversion": load_textual_inversion}

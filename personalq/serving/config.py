@@ -1,0 +1,57 @@
+"""What a serving process is configured with, and the device/dtype it settles on.
+
+One `ServingConfig` describes one resident base model; everything request-specific lives in
+`GenerationRequest`, so a single manager can serve every checkpoint and bit-width of its base.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DEFAULT_BASE_MODEL = "pq-nano"
+
+
+@dataclass
+class ServingConfig:
+    """How to load the shared base model and how much memory the resident cache may hold.
+
+    `base_model` is "pq-nano" (the shipped default), a hub id, a local diffusers folder, or a
+    single-file `.safetensors`/`.ckpt` checkpoint. Single files carry no configs, so
+    `single_file_config` names a local diffusers folder (or cached hub id) to take them from.
+    `memory_budget_bytes` bounds the cache of resident models and adapters (None: unbounded).
+    """
+
+    base_model: str = DEFAULT_BASE_MODEL
+    device: str | None = None
+    dtype: str | torch.dtype | None = None
+    memory_budget_bytes: int | None = None
+    single_file_config: str | Path | None = None
+    quantized_dir: str | Path | None = None
+
+
+_DTYPES = {
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+}
+
+DTYPE_SETTINGS = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
+
+
+def resolve_device_dtype(device: str | None, dtype: str | torch.dtype | None) -> tuple[torch.device, torch.dtype]:
+    """CUDA with fp16 when present, else CPU with fp32 (CPU half-precision convolutions are slow or missing)."""
+    resolved_device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype is None:
+        return resolved_device, torch.float16 if resolved_device.type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return resolved_device, dtype
+    try:
+        return resolved_device, _DTYPES[str(dtype).lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPES))}") from None

@@ -1,0 +1,380 @@
+"""One resident base pipeline serving every checkpoint of a repository at any bit-width.
+
+Switching checkpoint is the hot path: LoRAs are hot-swapped into one adapter slot per UNet (a copy
+of tensors already in memory, no new modules, nothing to recompile), DreamBooth components and
+quantized UNet variants are swapped in by reference, and everything loaded stays in an LRU cache
+bounded by real resident bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from personalq.serving.base import base_family, load_base_pipeline
+from personalq.serving.cache import ResidentCache, ResidentEntry, resident_bytes
+from personalq.serving.checkpoints import LOADERS, DreamBoothPayload, LoraPayload, TextualInversionPayload
+from personalq.serving.config import DTYPE_SETTINGS, ServingConfig, resolve_device_dtype
+from personalq.serving.requests import (
+    GenerationRequest,
+    GenerationResult,
+    ProgressCallback,
+    RequestCancelled,
+    ServingError,
+)
+
+logger = logging.getLogger(__name__)
+
+LORA_ADAPTER = "pq"
+MIN_SLOT_RANK = 16
+"""Adapter slots are made at least this rank so LoRAs of any smaller rank hot-swap into them."""
+
+_QUANTIZED_SETTING = re.compile(r"^W(\d+)A(\d+)$")
+_TEXT_COMPONENTS = (("tokenizer", "text_encoder"), ("tokenizer_2", "text_encoder_2"))
+
+
+def parse_setting(setting: str) -> tuple[str, bool]:
+    """(canonical name, quantized?) for FP32/FP16/BF16 and W<bits>A<bits>; ServingError otherwise."""
+    name = str(setting).strip().upper()
+    if name in ("FP32", "FP16", "BF16"):
+        return name, False
+    if _QUANTIZED_SETTING.match(name):
+        return name, True
+    raise ServingError(f"unknown setting {setting!r}; use FP32, FP16, BF16 or W<bits>A<bits> such as W8A8")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "base"
+
+
+class PipelineManager:
+    """Generates images for requests naming any checkpoint of the store and any bit-width setting.
+
+    Thread-safe: the pipeline's state (attached checkpoint, active UNet) belongs to the request
+    being run, so `generate` runs one request at a time; use one manager per device.
+    """
+
+    def __init__(self, config: ServingConfig | None = None, store=None, *, pipeline=None, family: str | None = None):
+        self.config = config or ServingConfig()
+        self.device, self.dtype = resolve_device_dtype(self.config.device, self.config.dtype)
+        self._store = store
+        self._lock = threading.RLock()
+        if pipeline is None:
+            pipeline, family = load_base_pipeline(self.config.base_model, self.dtype, self.config.single_file_config)
+        self.pipe = pipeline.to(self.device)
+        self.pipe.set_progress_bar_config(disable=True)
+        self.family = family or ("sdxl" if "XL" in type(pipeline).__name__ else "sd15")
+        self._base = {name: getattr(self.pipe, name) for name in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(self.pipe, name, None) is not None}
+        self._loaded_tokens: list[tuple[list[str], Any, Any]] = []
+        self._attached: str | None = None
+        self.cache = ResidentCache(self.config.memory_budget_bytes, on_evict=self._forget)
+        try:
+            self.cache.put("base", "base", dict(self._base), pinned=True)
+        except MemoryError as error:
+            raise ServingError(f"the base model alone does not fit: {error}") from None
+        self.last_switch_seconds = 0.0
+
+    @classmethod
+    def from_pipeline(cls, pipeline, family: str, config: ServingConfig | None = None, store=None) -> PipelineManager:
+        """Serve an already built pipeline (benchmarks on random-weight models, tests)."""
+        return cls(config, store, pipeline=pipeline, family=family)
+
+    # ---- public ---------------------------------------------------------------------------------
+
+    @property
+    def store(self):
+        if self._store is None:
+            from personalq.config import personalq_home
+            from personalq.store import RepoStore
+
+            self._store = RepoStore.open(personalq_home())
+        return self._store
+
+    def resident(self) -> list[tuple[str, str, int]]:
+        """What is resident now, least recently used first: (name, kind, real bytes)."""
+        return self.cache.entries()
+
+    def resident_bytes(self) -> int:
+        return self.cache.total_bytes()
+
+    def generate(
+        self,
+        request: GenerationRequest,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> GenerationResult:
+        """Run one request; a bad request raises ServingError with its reason and leaves the manager serving."""
+        with self._lock:
+            start = time.perf_counter()
+            if cancel is not None and cancel.is_set():
+                raise RequestCancelled("cancelled before it started")
+            setting, quantized = parse_setting(request.setting)
+            if request.steps < 1:
+                raise ServingError(f"steps must be at least 1, got {request.steps}")
+            card = self._card(request.checkpoint_id)
+            try:
+                triggers = self._switch(card, setting, quantized, request.taq, progress)
+                switched = time.perf_counter()
+                image, protected = self._run(request, card, triggers, quantized and request.taq, progress, cancel)
+            except ServingError:
+                self._detach_all()
+                raise
+            except Exception as error:
+                self._detach_all()
+                what = f"checkpoint {card.id}" if card is not None else "generation"
+                raise ServingError(f"{what}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")) from error
+            finally:
+                self.cache.release()
+            if card is not None and hasattr(self.store, "mark_used"):
+                try:
+                    self.store.mark_used(card.id)
+                except Exception as error:  # bookkeeping must not fail a finished image
+                    logger.warning("could not mark %s used: %s", card.id, error)
+            self.last_switch_seconds = switched - start
+            return GenerationResult(
+                image=image,
+                seconds=time.perf_counter() - start,
+                setting=setting if quantized else DTYPE_SETTINGS[self.dtype],
+                resident_bytes=self.cache.total_bytes(),
+                checkpoint_id=card.id if card is not None else None,
+                seed=request.seed,
+                switch_seconds=switched - start,
+                steps=request.steps,
+                protected_triggers=protected,
+            )
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+
+    def _card(self, checkpoint_id: str | None):
+        if not checkpoint_id:
+            return None
+        try:
+            card = self.store.get(checkpoint_id)
+        except Exception as error:
+            raise ServingError(f"checkpoint {checkpoint_id}: {str(error).splitlines()[0] if str(error) else 'not found'}") from None
+        if card is None:
+            raise ServingError(f"checkpoint {checkpoint_id}: not in the store")
+        wanted = base_family(card.base_model)
+        if wanted is not None and wanted != self.family:
+            raise ServingError(
+                f"checkpoint {card.id} was made for base model {card.base_model}, but {self.family} is loaded"
+            )
+        return card
+
+    def _payload(self, card):
+        kind = card.kind or "lora"
+        if kind not in LOADERS:
+            raise ServingError(f"checkpoint {card.id}: unknown kind {kind!r}")
+        name = f"{kind}:{card.id}"
+        payload = self.cache.get(name)
+        if payload is None:
+            try:
+                if kind == "dreambooth":
+                    payload = LOADERS[kind](card, self.pipe, self.device, self.dtype, self.config.single_file_config)
+                else:
+                    payload = LOADERS[kind](card, self.pipe, self.device, self.dtype)
+            except ServingError:
+                raise
+            except Exception as error:
+                raise ServingError(f"checkpoint {card.id}: cannot load {kind}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
+            self._put(name, kind, payload)
+        self.cache.hold([name])
+        return payload
+
+    def _put(self, name: str, kind: str, value) -> None:
+        try:
+            self.cache.put(name, kind, value)
+        except MemoryError as error:
+            raise ServingError(f"{name} does not fit: {error}") from None
+
+    def _switch(self, card, setting: str, quantized: bool, taq: bool, progress) -> list[str]:
+        """Make the pipeline serve `card` at `setting`; return the trigger tokens now in the tokenizer."""
+        if progress:
+            progress(0, 1, f"attaching {card.id}" if card else "detaching checkpoint")
+        payload = self._payload(card) if card is not None else None
+        components = dict(self._base)
+        source_name = "base"
+        if isinstance(payload, DreamBoothPayload):
+            components.update(payload.components)
+            source_name = f"dreambooth:{card.id}"
+        unet_name, components["unet"] = self._unet_variant(source_name, components["unet"], setting, quantized, taq, card, progress)
+        self._unload_tokens()
+        self.pipe.register_modules(**components)  # plain attribute swaps; nothing is copied
+        unet = components["unet"]
+        triggers: list[str] = []
+        if isinstance(payload, LoraPayload):
+            self._attach_lora(unet_name, unet, payload)
+            triggers = self._load_tokens(payload.trigger_embeddings)
+        elif getattr(unet, "peft_config", None):
+            unet.disable_adapters()
+        if isinstance(payload, TextualInversionPayload):
+            triggers = self._load_tokens({card.trigger: payload.embeddings["text_encoder"]}, payload.embeddings.get("text_encoder_2"))
+        elif isinstance(payload, DreamBoothPayload):
+            triggers = [t for t in card.triggers]
+        self._attached = card.id if card is not None else None
+        return triggers
+
+    def _attach_lora(self, unet_name: str, unet, payload: LoraPayload) -> None:
+        """Hot-swap the LoRA into the UNet's adapter slot; make the slot on first use or when the rank outgrows it."""
+        from diffusers import StableDiffusionPipeline
+
+        if getattr(unet, "_pq_lora_id", None) == payload.checkpoint_id:
+            unet.enable_adapters()
+            return
+        slot_rank = getattr(unet, "_pq_slot_rank", 0)
+        hotswap = bool(getattr(unet, "peft_config", None)) and payload.rank <= slot_rank
+        load = type(self.pipe).load_lora_into_unet if hasattr(type(self.pipe), "load_lora_into_unet") else StableDiffusionPipeline.load_lora_into_unet
+        kwargs = dict(network_alphas=payload.network_alphas, unet=unet, adapter_name=LORA_ADAPTER, _pipeline=self.pipe, metadata=payload.metadata)
+        if hotswap:
+            try:
+                load(dict(payload.unet_state_dict), hotswap=True, **kwargs)
+            except (ValueError, RuntimeError) as error:  # e.g. it targets other modules than the slot's LoRA
+                logger.info("hot-swap of %s refused (%s); making a new slot", payload.checkpoint_id, error)
+                hotswap = False
+        if not hotswap:
+            if getattr(unet, "peft_config", None):
+                unet.unload_lora()
+            rank = max(payload.rank, MIN_SLOT_RANK, slot_rank)
+            unet.enable_lora_hotswap(target_rank=rank)
+            load(dict(payload.unet_state_dict), hotswap=False, **kwargs)
+            unet._pq_slot_rank = rank
+            self.cache.remeasure(unet_name)
+        unet.enable_adapters()
+        unet._pq_lora_id = payload.checkpoint_id
+
+    def _load_tokens(self, embeddings: dict[str, torch.Tensor], embeddings_2: torch.Tensor | None = None) -> list[str]:
+        """Add trigger tokens with their embeddings; remember exactly which tokens to remove at detach."""
+        if not embeddings:
+            return []
+        targets = [(self.pipe.tokenizer, self.pipe.text_encoder, embeddings)]
+        if embeddings_2 is not None and getattr(self.pipe, "text_encoder_2", None) is not None:
+            targets.append((self.pipe.tokenizer_2, self.pipe.text_encoder_2, {t: embeddings_2 for t in embeddings}))
+        for tokenizer, text_encoder, table in targets:
+            before = set(tokenizer.get_added_vocab())
+            clashes = [t for t in table if t in tokenizer.get_vocab()]
+            if clashes:
+                raise ServingError(f"trigger {clashes[0]} is already a token of the base tokenizer")
+            self.pipe.load_textual_inversion(list(table.values()), token=list(table), tokenizer=tokenizer, text_encoder=text_encoder)
+            added = sorted(set(tokenizer.get_added_vocab()) - before)
+            self._loaded_tokens.append((added, tokenizer, text_encoder))
+        return list(embeddings)
+
+    def _unload_tokens(self) -> None:
+        while self._loaded_tokens:
+            tokens, tokenizer, text_encoder = self._loaded_tokens.pop()
+            self.pipe.unload_textual_inversion(tokens, tokenizer=tokenizer, text_encoder=text_encoder)
+
+    def _detach_all(self) -> None:
+        """Back to the plain base after a failure, so the next request starts from a known state."""
+        try:
+            self._unload_tokens()
+        except Exception as error:
+            logger.warning("could not unload trigger tokens: %s", error)
+            self._loaded_tokens.clear()
+        self.pipe.register_modules(**self._base)
+        if getattr(self._base["unet"], "peft_config", None):
+            self._base["unet"].disable_adapters()
+        self._attached = None
+
+    def _forget(self, entry: ResidentEntry) -> None:
+        """An entry was evicted: drop the pipeline's references too, or its memory would stay resident."""
+        values = entry.value.values() if isinstance(entry.value, dict) else [entry.value]
+        if isinstance(entry.value, DreamBoothPayload):
+            values = entry.value.components.values()
+        in_pipe = any(getattr(self.pipe, name, None) is value for value in values for name in self._base)
+        if in_pipe:
+            self._detach_all()
+
+    # ---- bit-widths -----------------------------------------------------------------------------
+
+    def _unet_variant(self, source_name: str, source_unet, setting: str, quantized: bool, taq: bool, card, progress) -> tuple[str, Any]:
+        """The UNet to run: the source itself unquantized, else its quantized variant (made once, saved, reused)."""
+        if not quantized:
+            return source_name, source_unet
+        protect = "trigger" if taq else "none"
+        name = f"quantized:{source_name}:{setting}:{protect}"
+        unet = self.cache.get(name)
+        if unet is None:
+            if progress:
+                progress(0, 1, f"preparing {setting} weights")
+            unet = self._quantize(source_unet, setting, protect, self._quantized_dir(source_name, card) / f"{setting}-{protect}")
+            self._put(name, "quantized", unet)
+        self.cache.hold([name])
+        return name, unet
+
+    def _quantized_dir(self, source_name: str, card) -> Path:
+        if source_name != "base" and card is not None and card.file_path is not None:
+            path = Path(card.file_path)
+            return path.parent / f"{path.name}.quantized"
+        if self.config.quantized_dir is not None:
+            return Path(self.config.quantized_dir)
+        from personalq.config import personalq_home
+
+        return personalq_home() / "quantized" / _slug(f"{self.config.base_model}-{self.family}")
+
+    def _quantize(self, source_unet, setting: str, protect: str, directory: Path):
+        """Quantize a pristine copy of the UNet through TAQ; load the saved variant when one exists."""
+        try:
+            from personalq import taq
+        except ImportError as error:
+            raise ServingError(f"setting {setting} needs the TAQ package, which is not available ({error})") from None
+        unet = copy.deepcopy(source_unet)
+        if getattr(unet, "peft_config", None):
+            unet.unload_lora()  # the copy carries the source's adapter slot; quantize the bare weights
+            unet._pq_slot_rank = 0
+            unet._pq_lora_id = None
+        previous = self.pipe.unet
+        self.pipe.register_modules(unet=unet)
+        try:
+            if taq.has_quantized(directory) if hasattr(taq, "has_quantized") else (directory.exists() and any(directory.iterdir())):
+                taq.load_quantized(self.pipe, directory)
+            else:
+                config = taq.QuantConfig.from_setting(setting, protect=protect)
+                taq.quantize(self.pipe, config, calibration_prompts=taq.calibration_prompts(self.pipe) if hasattr(taq, "calibration_prompts") else None)
+                directory.mkdir(parents=True, exist_ok=True)
+                taq.save_quantized(self.pipe, directory)
+            return self.pipe.unet
+        finally:
+            self.pipe.register_modules(unet=previous)
+
+    # ---- denoising ------------------------------------------------------------------------------
+
+    def _run(self, request: GenerationRequest, card, triggers: list[str], protect: bool, progress, cancel) -> tuple[Any, list[str]]:
+        guidance = request.guidance
+        if guidance is None:
+            guidance = 0.0 if "turbo" in str(self.config.base_model).lower() else 7.5
+        kwargs: dict[str, Any] = dict(
+            prompt=request.prompt,
+            negative_prompt=request.negative_prompt,
+            num_inference_steps=request.steps,
+            guidance_scale=guidance,
+            generator=torch.Generator("cpu").manual_seed(request.seed),
+            height=request.height,
+            width=request.width,
+        )
+        protected = [t for t in triggers if t in request.prompt] if protect else []
+        if protected:
+            from personalq.taq import protection_kwargs
+
+            kwargs["cross_attention_kwargs"] = protection_kwargs(
+                self.pipe, [request.prompt], protected, do_classifier_free_guidance=guidance > 1.0
+            )
+
+        def on_step_end(pipe, step: int, timestep, callback_kwargs):
+            if cancel is not None and cancel.is_set():
+                raise RequestCancelled(f"cancelled at step {step + 1} of {request.steps}")
+            if progress:
+                progress(step + 1, request.steps, "denoising")
+            return callback_kwargs
+
+        kwargs["callback_on_step_end"] = on_step_end
+        with torch.inference_mode():
+            image = self.pipe(**kwargs).images[0]
+        return image, protected
