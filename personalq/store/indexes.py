@@ -38,9 +38,19 @@ class DenseIndex:
             self._connect()
         except Exception:  # a crash can leave Chroma's sqlite/HNSW files unreadable: start afresh
             self.close()
+            self._forget_failed_system()
             shutil.rmtree(self.directory, ignore_errors=True)
             self.recreated = True
             self._connect()
+
+    def _forget_failed_system(self) -> None:
+        """chromadb 1.5 keeps a client that failed to start cached by path and hands it out again.
+
+        Only this folder's entry is dropped, so other stores open in the process are untouched.
+        """
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient._identifier_to_system.pop(str(self.directory), None)
 
     def _connect(self) -> None:
         import chromadb
