@@ -1,0 +1,15 @@
+"""The facade the web app and API clients call: sessions, Check-in turns, generation, uploads, settings.
+
+    service = PersonalQService()            # opens $PERSONALQ_HOME, imports the demo repo when empty
+    reply = service.chat(session_id, "my cartoon bear at the beach")
+    for event in service.session_generate_events(session_id, setting="W8A8"): ...
+"""
+
+from personalq.service.app_service import AppError, PersonalQService, Progress, Rendered, describe
+from personalq.service.chat import ChatReply, ChatSession, OptionCard
+from personalq.service.settings import AppSettings, SettingsError, llm_key_status
+
+__all__ = [
+    "AppError", "AppSettings", "ChatReply", "ChatSession", "OptionCard", "PersonalQService", "Progress",
+    "Rendered", "SettingsError", "describe", "llm_key_status",
+]

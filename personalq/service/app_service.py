@@ -1,0 +1,405 @@
+"""The library facade behind the web app and its API: one object per running app.
+
+Gradio handlers stay thin: each one calls a method here and renders what comes back. Everything that
+decides something (which Check-in call a chat message is, what a bit-width change re-renders, what an
+upload form means, when the demo repository is imported) lives here, so `gradio_client` scripts, tests
+and the UI share one behaviour.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from personalq.config import ASSETS_DIR, personalq_home
+from personalq.service.chat import ChatReply, ChatSession, OptionCard
+from personalq.service.settings import AppSettings
+
+DEMO_REPO = ASSETS_DIR / "demo_repo"
+QUANTIZED_SETTINGS = ("W8A8", "W4A8", "W8A4", "W4A4")
+FORM_FIELDS = (
+    "id", "triggers", "subject_types", "style_tags", "description", "created_at", "version",
+    "environment", "category", "base_model", "kind",
+)
+"""The upload form, in the catalog contract's own key names (lists as comma-separated text)."""
+
+
+class AppError(ValueError):
+    """A request the app refuses; the message is the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event of long work: sampling step i of n, or loading a checkpoint (step 0)."""
+
+    step: int
+    total: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A generated image and the label that says how it was made."""
+
+    image: Any
+    label: str
+    result: Any  # serving's GenerationResult
+
+    def to_dict(self) -> dict:
+        r = self.result
+        return {"label": self.label, "setting": r.setting, "seconds": r.seconds, "resident_bytes": r.resident_bytes,
+                "checkpoint_id": r.checkpoint_id, "seed": r.seed}
+
+
+def describe(result, taq: bool) -> str:
+    """The image label: bit-width (with TAQ state when quantized), time taken, resident memory."""
+    setting = result.setting
+    if setting in QUANTIZED_SETTINGS:
+        setting += " + TAQ" if taq else " (no TAQ)"
+    return f"{setting} · {result.seconds:.2f} s · {result.resident_bytes / 2**20:.1f} MiB resident"
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+class PersonalQService:
+    """Store, Check-in and serving for one app process, plus every browser session's chat state."""
+
+    def __init__(self, home: Path | None = None, settings: AppSettings | None = None, demo_repo: Path | None = DEMO_REPO,
+                 max_sessions: int = 1000):
+        from personalq.store import RepoStore
+
+        self.home = Path(home) if home is not None else personalq_home()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.settings = settings or AppSettings.load(self.home)
+        self.store = RepoStore.open(self.home)
+        self.first_start_import = None
+        if demo_repo is not None and Path(demo_repo).is_dir() and not self.store.cards():
+            self.first_start_import = self.store.import_dir(Path(demo_repo))
+        self._lock = threading.RLock()  # SQLite, Chroma and Check-in's snapshot are shared by all sessions
+        self._checkin = None
+        self._serving_lock = threading.Lock()  # one base model load, however many sessions ask at once
+        self._queue = None
+        self._manager = None
+        self._sessions: OrderedDict[str, ChatSession] = OrderedDict()
+        self._max_sessions = max_sessions
+
+    # --- sessions ---------------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> ChatSession:
+        """The session's state, created on first use; the least recently used are forgotten past the cap."""
+        with self._lock:
+            state = self._sessions.pop(session_id, None) or ChatSession()
+            self._sessions[session_id] = state
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+            return state
+
+    def end_session(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    # --- Check-in -----------------------------------------------------------------------------------
+
+    def _checkin_now(self):
+        """Check-in follows the store's revision itself, so uploads and removals show in the next message."""
+        from personalq.checkin.checkin import CheckIn  # TODO(app): the package export once it lands
+
+        if self._checkin is None:
+            self._checkin = CheckIn(self.store, reranker=self._reranker())
+        return self._checkin
+
+    def _reranker(self):
+        if not self.settings.llm_model:
+            return None
+        from personalq.checkin import LiteLLMReranker
+
+        return LiteLLMReranker(self.settings.llm_model)
+
+    def chat(self, session_id: str, text: str, now: datetime | None = None) -> ChatReply:
+        """A typed message: the answer to an open question, else a new request."""
+        if self.session(session_id).awaiting_answer:
+            return self.answer(session_id, text)
+        return self.select(session_id, text, now=now)
+
+    def select(self, session_id: str, text: str, now: datetime | None = None) -> ChatReply:
+        """Start a new request, dropping any open question."""
+        text = (text or "").strip()
+        if not text:
+            raise AppError("type what you want to make, e.g. 'my cartoon bear at the beach'")
+        with self._lock:
+            conversation = self._checkin_now().conversation(now=now)
+            result = conversation.ask(text)
+            return self._settle(session_id, conversation, result)
+
+    def answer(self, session_id: str, answer: str | int) -> ChatReply:
+        """Answer the open question with free text or the index of one of its options."""
+        state = self.session(session_id)
+        if not state.awaiting_answer:
+            raise AppError("there is no open question; type a request first")
+        with self._lock:
+            if isinstance(answer, int) and not isinstance(answer, bool):
+                options = list(state.pending.options or [])
+                if not 0 <= answer < len(options):
+                    raise AppError(f"option {answer} does not exist; choose 0 to {len(options) - 1}")
+                answer = options[answer]
+            elif not str(answer).strip():
+                raise AppError("type an answer or click one of the options")
+            else:  # typing an option's words is the same as clicking it
+                answer = next((o for o in state.pending.options or [] if o.label.strip().lower() == answer.strip().lower()), answer)
+            result = state.conversation.answer(answer)
+            return self._settle(session_id, state.conversation, result)
+
+    def _settle(self, session_id: str, conversation, result) -> ChatReply:
+        state = self.session(session_id)
+        if result.action == "clarify":
+            state.conversation, state.pending = conversation, result
+        else:
+            state.conversation = state.pending = None
+        reply = self._reply(result)
+        if reply.action == "select":
+            state.selected, state.prompt = reply.card, reply.prompt
+        return reply
+
+    def _reply(self, result) -> ChatReply:
+        card = result.card if getattr(result, "card", None) is not None else (
+            self.store.get(result.checkpoint_id) if result.checkpoint_id else None)
+        options = [
+            OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids))
+            for o in (result.options or [])
+        ]
+        nearest = [self._card(n) for n in (getattr(result, "nearest", None) or [])]
+        message = result.question if result.action == "clarify" else result.reason
+        return ChatReply(action=result.action, message=message or "", card=card, prompt=result.rewritten_prompt,
+                         options=options, nearest=[c for c in nearest if c is not None])
+
+    def _card(self, item):
+        """`nearest` may hold cards or ids; both become cards (ids no longer stored are dropped)."""
+        if isinstance(item, str):
+            try:
+                return self.store.get(item)
+            except Exception:
+                return None
+        return item
+
+    def _first_preview(self, checkpoint_ids) -> Path | None:
+        for checkpoint_id in checkpoint_ids:
+            card = self._card(checkpoint_id)
+            if card is not None and card.previews:
+                return card.previews[0]
+        return None
+
+    # --- generation ---------------------------------------------------------------------------------
+
+    def bit_widths(self) -> list[str]:
+        """The serving device's full precision (FP16 on a GPU, FP32 on CPU), then the quantized settings."""
+        from personalq.serving.config import DTYPE_SETTINGS, resolve_device_dtype
+
+        _, dtype = resolve_device_dtype(None, None)
+        return [DTYPE_SETTINGS[dtype], *QUANTIZED_SETTINGS]
+
+    def _request_queue(self):
+        """The serving queue, loading the base model on first use (seconds to minutes, so callers report it)."""
+        with self._serving_lock:
+            if self._queue is None:
+                from personalq.serving import PipelineManager, RequestQueue, ServingConfig, ServingError
+
+                config = ServingConfig(base_model=self.settings.base_model,
+                                       memory_budget_bytes=self.settings.memory_budget_bytes)
+                try:
+                    self._manager = PipelineManager(config, store=self.store)
+                except ServingError as error:
+                    raise AppError(_one_line(error)) from None
+                self._queue = RequestQueue(self._manager, workers=1)
+            return self._queue
+
+    def generate_events(self, prompt: str, checkpoint_id: str | None, setting: str = "FP32", taq: bool = True,
+                        steps: int = 20, guidance: float | None = None, seed: int = 0,
+                        client: str | None = None) -> Iterator[Progress | Rendered]:
+        """Queue one image and yield its progress events, then the `Rendered` image.
+
+        The work runs on the serving queue's worker, so the caller (a Gradio handler) stays free to
+        stream progress, and concurrent sessions are served in fair order rather than all at once.
+        """
+        from personalq.serving import GenerationRequest
+
+        prompt = (prompt or "").strip()
+        if not prompt:
+            raise AppError("the prompt is empty; ask for a checkpoint first or type a prompt")
+        if setting not in self.bit_widths():
+            raise AppError(f"unknown bit-width {setting!r}; choose one of {', '.join(self.bit_widths())}")
+        if int(steps) < 1:
+            raise AppError("steps must be at least 1")
+        request = GenerationRequest(prompt=prompt, checkpoint_id=checkpoint_id or None, setting=setting, taq=bool(taq),
+                                    steps=int(steps), guidance=None if guidance is None else float(guidance),
+                                    seed=int(seed), client=client)
+        if self._queue is None:
+            yield Progress(0, 0, f"Loading the base model {self.settings.base_model}")
+        events: queue.Queue = queue.Queue()
+        from personalq.serving import ServingError
+
+        try:
+            handle = self._request_queue().submit(
+                request, progress=lambda step, total, message: events.put(Progress(step, total, message)))
+        except ServingError as error:  # the queue is full
+            raise AppError(_one_line(error)) from None
+        while not handle.done():
+            try:
+                yield events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        while not events.empty():
+            yield events.get_nowait()
+        try:
+            result = handle.result()
+        except Exception as error:
+            raise AppError(_one_line(error)) from error
+        yield Rendered(image=result.image, label=describe(result, bool(taq) and setting in QUANTIZED_SETTINGS), result=result)
+
+    def generate(self, prompt: str, checkpoint_id: str | None, progress: Callable[[Progress], None] | None = None,
+                 **options) -> Rendered:
+        """`generate_events` for callers that only want the image."""
+        for event in self.generate_events(prompt, checkpoint_id, **options):
+            if isinstance(event, Rendered):
+                return event
+            if progress is not None:
+                progress(event)
+        raise AppError("generation ended without an image")
+
+    def session_generate_events(self, session_id: str, prompt: str | None = None, **options) -> Iterator[Progress | Rendered]:
+        """Render the session's selected checkpoint: the edited prompt when given, else the rewritten one."""
+        state = self.session(session_id)
+        if state.selected is None:
+            raise AppError("no checkpoint is selected yet; tell me what you want to make")
+        prompt = (prompt or "").strip() or state.prompt
+        state.prompt = prompt
+        yield from self.generate_events(prompt, state.selected.id, client=session_id, **options)
+
+    # --- repository ---------------------------------------------------------------------------------
+
+    def repository(self, category: str | None = None, style: str | None = None, created_from: str | None = None,
+                   created_to: str | None = None, text: str | None = None) -> list:
+        """Cards matching the filters, newest first; dates may be ISO or words ("last month")."""
+        start, end = _parse_date(created_from, "from"), _parse_date(created_to, "to")
+        if start and end and start > end:
+            raise AppError("the 'from' date is after the 'to' date")
+        with self._lock:
+            cards = self.store.list(category=category or None, style=style or None, created_from=start,
+                                    created_to=end, text=(text or "").strip() or None)
+        return sorted(cards, key=lambda c: c.created_at, reverse=True)
+
+    def facets(self) -> tuple[list[str], list[str]]:
+        """The categories and style tags present in the store, for the filter dropdowns."""
+        with self._lock:
+            cards = self.store.cards()
+        return sorted({c.category for c in cards}), sorted({s for c in cards for s in c.style_tags})
+
+    def detail(self, checkpoint_id: str) -> tuple[Any, list]:
+        """A card and every version of the same concept (its category), oldest first, for the timeline."""
+        with self._lock:
+            card = self._get(checkpoint_id)
+            versions = self.store.list(category=card.category)
+        return card, sorted(versions, key=lambda c: (c.created_at, c.version or 0))
+
+    def remove(self, checkpoint_id: str) -> None:
+        with self._lock:
+            self._get(checkpoint_id)
+            self.store.remove(checkpoint_id)
+            for state in self._sessions.values():
+                if state.selected is not None and state.selected.id == checkpoint_id:
+                    state.selected = state.prompt = None
+
+    def _get(self, checkpoint_id: str):
+        try:
+            return self.store.get(checkpoint_id)
+        except KeyError:
+            raise AppError(f"no checkpoint {checkpoint_id!r} in the repository") from None
+
+    # --- upload -------------------------------------------------------------------------------------
+
+    def check_upload_size(self, path: Path) -> None:
+        size, limit = Path(path).stat().st_size, self.settings.upload_limit_mb * 2**20
+        if size > limit:
+            raise AppError(f"{Path(path).name} is {size / 2**20:.1f} MiB; the upload limit is {self.settings.upload_limit_mb} MiB")
+
+    def upload_form(self, path: Path) -> dict[str, str]:
+        """The upload form prefilled from the file's header and its sidecar, as editable text."""
+        from personalq.store import StoreError
+
+        self.check_upload_size(path)
+        try:
+            meta = self.store.read_file_metadata(Path(path))
+        except StoreError as error:
+            raise AppError(_one_line(error)) from None
+        return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
+
+    def upload(self, path: Path, form: dict[str, Any], previews: list[Path] = ()):
+        """Validate, store and index at once; a refusal leaves the store as it was."""
+        from personalq.store import StoreError
+
+        path = Path(path)
+        if path.suffix.lower() != ".safetensors":
+            raise AppError(f"{path.name}: only .safetensors checkpoints are accepted (pickle formats can run code)")
+        self.check_upload_size(path)
+        meta = {k: v for k, v in form.items() if k in FORM_FIELDS and str(v if v is not None else "").strip()}
+        with self._lock:
+            try:
+                return self.store.add(path, meta=meta, previews=[Path(p) for p in previews or []])
+            except StoreError as error:
+                raise AppError(_one_line(error)) from None
+
+    # --- settings -----------------------------------------------------------------------------------
+
+    def save_settings(self, **values) -> AppSettings:
+        """Persist new settings; a changed base model or budget restarts serving on the next request."""
+        new = AppSettings.from_values(**{**self.settings.__dict__, **values})
+        new.save(self.home)
+        with self._lock:
+            if (new.base_model, new.memory_budget_mb) != (self.settings.base_model, self.settings.memory_budget_mb):
+                self._close_serving()
+            if new.llm_model != self.settings.llm_model:
+                self._checkin = None
+            self.settings = new
+        return new
+
+    def _close_serving(self) -> None:
+        if self._queue is not None and hasattr(self._queue, "close"):
+            self._queue.close()
+        self._queue = self._manager = None
+
+    def close(self) -> None:
+        self._close_serving()
+        if hasattr(self.store, "close"):
+            self.store.close()
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).date().isoformat() if value.time() == datetime.min.time() else value.isoformat()
+    return str(value)
+
+
+def _parse_date(text: str | None, which: str) -> date | datetime | None:
+    """ISO dates or ordinary words ("2025-04-01", "April 2025", "last month"), through dateparser."""
+    if not text or not str(text).strip():
+        return None
+    import dateparser
+
+    moment = dateparser.parse(str(text), settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True,
+                                                   "PREFER_DAY_OF_MONTH": "first" if which == "from" else "last"})
+    if moment is None:
+        raise AppError(f"cannot read the '{which}' date {text!r}; try 2025-04-01 or 'April 2025'")
+    # A bare day means the whole day; the store reads a date (not a datetime) that way.
+    return moment.date() if moment.time() == datetime.min.time() else moment
