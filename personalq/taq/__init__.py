@@ -1,0 +1,34 @@
+"""TAQ: trigger-aware post-training quantization of diffusers UNets (SD 1.5, SDXL).
+
+Weights are stored low-bit (optimum-quanto on CPU, bitsandbytes on CUDA); activations are rounded to
+a-bit grids with calibrated scales, except along the trigger's pathway through cross-attention,
+which stays full precision. Protection is chosen per call through `protection_kwargs`.
+
+Names resolve lazily so that `personalq --help` does not import torch and diffusers.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "QuantConfig": "personalq.taq.config",
+    "SETTINGS": "personalq.taq.config",
+    "TriggerSpan": "personalq.taq.triggers",
+    "find_trigger_spans": "personalq.taq.triggers",
+    "protection_kwargs": "personalq.taq.triggers",
+    "calibration_prompts": "personalq.taq.prompts",
+    "held_out_prompts": "personalq.taq.prompts",
+    "quantize": "personalq.taq.pipeline",
+    "save_quantized": "personalq.taq.pipeline",
+    "load_quantized": "personalq.taq.pipeline",
+    "resident_weight_bytes": "personalq.taq.weights",
+    "unet_bops": "personalq.taq.bops",
+    "unet_macs": "personalq.taq.bops",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'personalq.taq' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -1,0 +1,129 @@
+"""Uniform affine and logarithmic fake quantizers, and the calibrated activation quantizer.
+
+Weights are stored low-bit by optimum-quanto / bitsandbytes (see `weights.py`); activations only
+exist during a call, so they are rounded onto the a-bit grid in place ("fake" quantization), which is
+exactly what an integer kernel would see. Every function takes `lo`/`hi` as tensors or floats that
+broadcast against `x`, so the same code gives per-tensor, per-channel and per-row scales.
+"""
+
+from __future__ import annotations
+
+import torch
+
+LOG_EPS = 1e-6
+"""Floor inside log(|x| + eps): exact zeros (masked softmax entries) map to ~0 rather than -inf."""
+
+
+def affine_params(lo, hi, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and integer zero point of the affine grid covering [lo, hi] (widened to include 0)."""
+    lo = torch.clamp(torch.as_tensor(lo, dtype=torch.float32), max=0.0)
+    hi = torch.clamp(torch.as_tensor(hi, dtype=torch.float32), min=0.0)
+    scale = torch.clamp((hi - lo) / (2**bits - 1), min=1e-12)
+    zero = torch.round(-lo / scale)
+    return scale, zero
+
+
+def quantize_affine(x: torch.Tensor, scale, zero, bits: int) -> torch.Tensor:
+    """x_hat = s (clip(round(x / s) + z, 0, 2^b - 1) - z)."""
+    scale = torch.as_tensor(scale, dtype=x.dtype, device=x.device)
+    zero = torch.as_tensor(zero, dtype=x.dtype, device=x.device)
+    q = torch.clamp(torch.round(x / scale) + zero, 0, 2**bits - 1)
+    return scale * (q - zero)
+
+
+def quantize_log(x: torch.Tensor, scale, zero, bits: int, eps: float = LOG_EPS) -> torch.Tensor:
+    """x_hat = sign(x) (exp(s (x_q - z)) - eps) with x_q = clip(round(log(|x| + eps) / s) + z, 0, 2^b - 1).
+
+    Levels are dense near zero and sparse at the top, matching softmax outputs where most mass sits
+    in a few large probabilities and the many small ones only need their order of magnitude.
+    """
+    scale = torch.as_tensor(scale, dtype=x.dtype, device=x.device)
+    zero = torch.as_tensor(zero, dtype=x.dtype, device=x.device)
+    q = torch.clamp(torch.round(torch.log(x.abs() + eps) / scale) + zero, 0, 2**bits - 1)
+    return torch.sign(x) * (torch.exp(scale * (q - zero)) - eps)
+
+
+def log_params(lo, hi, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and zero point of the log grid covering log-magnitudes [lo, hi]."""
+    lo = torch.as_tensor(lo, dtype=torch.float32)
+    hi = torch.maximum(torch.as_tensor(hi, dtype=torch.float32), lo + 1e-6)
+    scale = (hi - lo) / (2**bits - 1)
+    zero = torch.round(-lo / scale)
+    return scale, zero
+
+
+def value_range(x: torch.Tensor, axis: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Min and max of `x` over everything (axis=None) or over all dims except `axis` (kept, broadcastable)."""
+    if axis is None:
+        return x.min(), x.max()
+    axis = axis % x.ndim
+    dims = [d for d in range(x.ndim) if d != axis]
+    return x.amin(dim=dims, keepdim=True), x.amax(dim=dims, keepdim=True)
+
+
+def fake_quantize(x: torch.Tensor, bits: int, kind: str = "linear", axis: int | None = None) -> torch.Tensor:
+    """Round `x` onto its own b-bit grid (dynamic range), per tensor or per `axis` (channel / row)."""
+    if kind == "log":
+        lo, hi = value_range(torch.log(x.abs() + LOG_EPS), axis)
+        return quantize_log(x, *log_params(lo, hi, bits), bits)
+    lo, hi = value_range(x, axis)
+    return quantize_affine(x, *affine_params(lo, hi, bits), bits)
+
+
+class ActivationQuantizer:
+    """One activation quantization point (a layer input, or Q, K, V, A of a cross-attention).
+
+    mode: "observe" collects the range over calibration calls, "static" uses the stored range,
+    "dynamic" measures the range on each call, "off" passes through. Entries where `keep` is True
+    (the protected trigger / start-token rows or columns) bypass the quantizer and are also left
+    out of the range, so one heavy-tailed trigger row cannot stretch the grid for every other token.
+    """
+
+    def __init__(self, bits: int, kind: str = "linear", mode: str = "dynamic", lo: float | None = None, hi: float | None = None):
+        if kind not in ("linear", "log"):
+            raise ValueError(f"unknown quantizer {kind!r}: use 'linear' or 'log'")
+        self.bits, self.kind, self.mode, self.lo, self.hi = bits, kind, mode, lo, hi
+
+    def _range(self, x: torch.Tensor, keep: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Min and max of the unprotected entries (in the log domain for the log grid); None if all are kept."""
+        values = x.detach()
+        if self.kind == "log":
+            values = torch.log(values.abs() + LOG_EPS)
+        if keep is None:
+            return torch.aminmax(values)
+        keep = keep.expand_as(values)
+        if bool(keep.all()):
+            return None
+        return values.masked_fill(keep, float("inf")).min(), values.masked_fill(keep, float("-inf")).max()
+
+    def observe(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> None:
+        measured = self._range(x, keep)
+        if measured is None:
+            return
+        lo, hi = (v.item() for v in measured)
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+    def __call__(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        if self.mode == "off":
+            return x
+        if self.mode == "observe":
+            self.observe(x, keep)
+            return x
+        if self.mode == "dynamic":
+            measured = self._range(x, keep)
+            if measured is None:
+                return x
+            lo, hi = measured
+        else:
+            if self.lo is None:
+                raise RuntimeError("static activation quantizer used before calibration")
+            lo, hi = self.lo, self.hi
+        if self.kind == "log":
+            xq = quantize_log(x, *log_params(lo, hi, self.bits), self.bits)
+        else:
+            xq = quantize_affine(x, *affine_params(lo, hi, self.bits), self.bits)
+        return xq if keep is None else torch.where(keep, x, xq)
+
+    def state(self) -> dict:
+        return {"bits": self.bits, "kind": self.kind, "lo": self.lo, "hi": self.hi}
