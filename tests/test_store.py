@@ -381,12 +381,22 @@ REFUSALS = {
 }
 
 
-@pytest.mark.parametrize("attempt,reason", list(REFUSALS.values()), ids=list(REFUSALS))
-def test_refusal_gives_one_line_and_changes_nothing(store, tmp_path, attempt, reason):
+@pytest.fixture(scope="module")
+def populated_store(tmp_path_factory, embedder):
+    """One store shared by every refusal: each must leave it exactly as the previous one did."""
+    folder = tmp_path_factory.mktemp("populated")
+    store = RepoStore.open(folder / "home", embedder=embedder)
     store.add_entry(entry(id="existing"))
-    store.add(write_checkpoint(tmp_path / "kept.safetensors", kohya_lora_sd15(), KOHYA_HEADER),
-              meta={"description": "kept"}, previews=[write_png(tmp_path / "kept.png")])
-    before = snapshot(store)
+    store.add(write_checkpoint(folder / "kept.safetensors", kohya_lora_sd15(), KOHYA_HEADER),
+              meta={"description": "kept"}, previews=[write_png(folder / "kept.png")])
+    yield store, snapshot(store)
+    store.close()
+
+
+@pytest.mark.parametrize("attempt,reason", list(REFUSALS.values()), ids=list(REFUSALS))
+def test_refusal_gives_one_line_and_changes_nothing(populated_store, tmp_path, attempt, reason):
+    store, before = populated_store
+    assert snapshot(store) == before
     with pytest.raises(StoreError) as refused:
         attempt(store, tmp_path)
     message = str(refused.value)
@@ -541,7 +551,7 @@ def test_a_1000_entry_catalog_loads_in_batches(store, tmp_path):
 
     report = store.load_catalog(catalog)
     assert len(report.added) == 1000 and report.refused == [("catalog.jsonl:1001", "not valid JSON (Expecting property name enclosed in double quotes)")]
-    assert report.skipped == [("catalog.jsonl:1002", f"{entries[5]['id']!r} is already in the catalog with the same content")]
+    assert report.skipped == [("catalog.jsonl:1002", f"{entries[5]['id']!r} appears earlier in this file with the same content")]
     assert len(store) == 1000 and len(store._dense.entries()) == 1000
     cards = {c.id: c for c in store.cards()}
     stored = cards[entries[500]["id"]].to_catalog_entry()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, or_
+from sqlalchemy import delete, func, insert, or_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
@@ -263,12 +263,12 @@ class RepoStore:
             )
             stmt = stmt.where(col(CheckpointRow.id).in_(styled))
         if created_from is not None:
-            stmt = stmt.where(CheckpointRow.created_at >= _utc(to_utc(created_from)))
+            stmt = stmt.where(CheckpointRow.created_at >= to_utc(created_from))
         if created_to is not None:
             if isinstance(created_to, date) and not isinstance(created_to, datetime):
-                stmt = stmt.where(CheckpointRow.created_at < _utc(to_utc(created_to + timedelta(days=1))))
+                stmt = stmt.where(CheckpointRow.created_at < to_utc(created_to + timedelta(days=1)))
             else:
-                stmt = stmt.where(CheckpointRow.created_at <= _utc(to_utc(created_to)))
+                stmt = stmt.where(CheckpointRow.created_at <= to_utc(created_to))
         if text:
             mentioned = select(CheckpointValue.checkpoint_id).where(col(CheckpointValue.value).icontains(text, autoescape=True))
             stmt = stmt.where(
@@ -446,13 +446,15 @@ class RepoStore:
             for item in batch:
                 self._copy_files(item, created)
             vectors, cache_rows = self._vectors([item.context.description for item in batch], progress)
-            now = _utc(_now())
+            now = _now()
             with Session(self._engine) as session:
-                for item in batch:
-                    session.add(self._row(item, now))
-                    session.add_all(self._values(item))
-                for row in cache_rows:
-                    session.merge(row)
+                # Bulk inserts (executemany): ORM objects cost seconds per thousand entries.
+                session.execute(insert(CheckpointRow), [self._row(item, now) for item in batch])
+                values = [value for item in batch for value in self._values(item)]
+                if values:
+                    session.execute(insert(CheckpointValue), values)
+                if cache_rows:
+                    session.execute(insert(DescriptionEmbedding), cache_rows)
                 self._bump(session)
                 session.flush()
                 dense_ids = [item.context.id for item in batch]
@@ -497,32 +499,32 @@ class RepoStore:
                 item.stored_previews.append(dest.relative_to(self.home).as_posix())
 
     @staticmethod
-    def _row(item: _Prepared, now: datetime) -> CheckpointRow:
+    def _row(item: _Prepared, now: datetime) -> dict[str, Any]:
         c = item.context
-        return CheckpointRow(
-            id=c.id,
-            description=c.description,
-            created_at=_utc(c.created_at),
-            version=c.version,
-            last_used_at=_utc(c.last_used_at),
-            category=c.category or c.subject_types[0],
-            base_model=c.base_model,
-            kind=c.kind,
-            file_path=item.stored_file,
-            sha256=item.sha256,
-            size_bytes=item.size_bytes,
-            raw_metadata=item.raw_metadata,
-            added_at=now,
-            updated_at=now,
-        )
+        return {
+            "id": c.id,
+            "description": c.description,
+            "created_at": c.created_at,
+            "version": c.version,
+            "last_used_at": c.last_used_at,
+            "category": c.category or c.subject_types[0],
+            "base_model": c.base_model,
+            "kind": c.kind,
+            "file_path": item.stored_file,
+            "sha256": item.sha256,
+            "size_bytes": item.size_bytes,
+            "raw_metadata": item.raw_metadata,
+            "added_at": now,
+            "updated_at": now,
+        }
 
     @staticmethod
-    def _values(item: _Prepared) -> list[CheckpointValue]:
+    def _values(item: _Prepared, names: Sequence[str] = (*LIST_FIELDS, "previews")) -> list[dict[str, Any]]:
         lists = {name: getattr(item.context, name) for name in LIST_FIELDS} | {"previews": item.stored_previews}
         return [
-            CheckpointValue(checkpoint_id=item.context.id, field=LIST_VALUE_FIELDS[name], position=i, value=value)
-            for name, items in lists.items()
-            for i, value in enumerate(items)
+            {"checkpoint_id": item.context.id, "field": LIST_VALUE_FIELDS[name], "position": i, "value": value}
+            for name in names
+            for i, value in enumerate(lists[name])
         ]
 
     @staticmethod
@@ -534,7 +536,7 @@ class RepoStore:
     def _dense_meta(self, description: str) -> dict[str, str]:
         return {"embedder": self.embedder.name, "text_sha256": _text_sha(description)}
 
-    def _vectors(self, texts: Sequence[str], progress: Any = None) -> tuple[np.ndarray, list[DescriptionEmbedding]]:
+    def _vectors(self, texts: Sequence[str], progress: Any = None) -> tuple[np.ndarray, list[dict[str, Any]]]:
         """Embeddings for `texts`, from the cache where present; the new ones come back as cache rows."""
         name = self.embedder.name
         hashes = [_text_sha(t) for t in texts]
@@ -558,7 +560,7 @@ class RepoStore:
                 for text_hash, vector in zip(missing_hashes[start : start + step], vectors, strict=True):
                     vector = np.asarray(vector, dtype=np.float32)
                     cached[text_hash] = vector
-                    new_rows.append(DescriptionEmbedding(embedder=name, text_sha256=text_hash, vector=vector.tobytes()))
+                    new_rows.append({"embedder": name, "text_sha256": text_hash, "vector": vector.tobytes()})
                 if progress is not None:
                     progress.set_postfix_str(f"embedded {min(start + step, len(missing_texts))}/{len(missing_texts)}")
         dim = len(next(iter(cached.values()))) if cached else 0
@@ -608,7 +610,7 @@ class RepoStore:
             raise StoreError(f"{jsonl_path}: cannot read ({getattr(error, 'strerror', None) or error})") from None
         report = ImportReport()
         existing = self._card_map()
-        seen: set[str] = set()
+        seen: dict[str, _Prepared] = {}
         pending: list[tuple[str, _Prepared]] = []
         bar = tqdm(total=len(lines), desc="load-catalog", unit="entry", disable=not progress)
         for number, line in enumerate(lines, start=1):
@@ -626,7 +628,11 @@ class RepoStore:
                         continue
                     raise StoreError(f"duplicate id {id_!r}: already in the catalog with different content")
                 if id_ in seen:
-                    raise StoreError(f"duplicate id {id_!r}: appears earlier in this file")
+                    if self._entry_of(seen[id_]) == self._entry_of(prepared):
+                        report.skipped.append((label, f"{id_!r} appears earlier in this file with the same content"))
+                        bar.update(1)
+                        continue
+                    raise StoreError(f"duplicate id {id_!r}: appears earlier in this file with different content")
                 if prepared.sha256 is not None:
                     self._refuse_duplicates(prepared)
             except json.JSONDecodeError as error:
@@ -637,7 +643,7 @@ class RepoStore:
                 report.refused.append((label, str(error)))
                 bar.update(1)
                 continue
-            seen.add(id_)
+            seen[id_] = prepared
             pending.append((label, prepared))
             if len(pending) >= _BATCH:
                 self._commit_batch(pending, report, bar)
@@ -697,23 +703,24 @@ class RepoStore:
         with Session(self._engine) as session:
             row = session.get(CheckpointRow, checkpoint_id)
             row.description = context.description
-            row.created_at = _utc(context.created_at)
+            row.created_at = context.created_at
             row.version = context.version
-            row.last_used_at = _utc(context.last_used_at)
+            row.last_used_at = context.last_used_at
             row.category = context.category or context.subject_types[0]
             row.base_model = context.base_model
             row.kind = context.kind
-            row.updated_at = _utc(_now())
+            row.updated_at = _now()
             session.add(row)
             session.exec(
                 delete(CheckpointValue).where(
                     CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
                 )
             )
-            item = _Prepared(context=context, raw_metadata={})
-            session.add_all([v for v in self._values(item) if v.field != LIST_VALUE_FIELDS["previews"]])
-            for cache_row in cache_rows or []:
-                session.merge(cache_row)
+            values = self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS)
+            if values:
+                session.execute(insert(CheckpointValue), values)
+            if cache_rows:
+                session.execute(insert(DescriptionEmbedding), cache_rows)
             self._bump(session)
             session.flush()
             if vectors is not None:
@@ -733,7 +740,7 @@ class RepoStore:
             row = session.get(CheckpointRow, checkpoint_id)
             if row is None:
                 raise KeyError(checkpoint_id)
-            row.last_used_at = _utc(to_utc(when) if when is not None else _now())
+            row.last_used_at = to_utc(when) if when is not None else _now()
             session.add(row)
             self._bump(session)
             session.commit()
@@ -787,8 +794,7 @@ class RepoStore:
                 vectors, cache_rows = self._vectors(texts, bar)
                 if cache_rows:
                     with Session(self._engine) as session:
-                        for row in cache_rows:
-                            session.merge(row)
+                        session.execute(insert(DescriptionEmbedding), cache_rows)
                         session.commit()
                 self._dense.upsert(chunk, vectors, [self._dense_meta(t) for t in texts])
                 bar.update(len(chunk))
