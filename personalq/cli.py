@@ -16,6 +16,7 @@ app.add_typer(bench_app, name="bench")
 
 # Each module defines `register(app, bench_app)`.
 COMMAND_MODULES = (
+    "personalq.taq.cli",
     "personalq.store.cli",
 )
 

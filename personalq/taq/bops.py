@@ -30,23 +30,25 @@ class LayerMACs:
         return self.macs * self.bits_a * self.bits_b
 
 
-def dummy_unet_inputs(unet, batch: int = 1, sample_size: int | None = None, seq_len: int = 77) -> dict:
-    """Zero inputs of the right shapes for one call, including SDXL's added text/time conditioning."""
+def dummy_unet_inputs(unet, batch: int = 1, sample_size: int | None = None, seq_len: int = 77, seed: int = 0) -> dict:
+    """Seeded random inputs of the right shapes for one call, including SDXL's added text/time conditioning."""
     cfg = unet.config
     size = sample_size or cfg.sample_size
     device, dtype = unet.device, unet.dtype
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator).to(device=device, dtype=dtype)
+
     inputs = dict(
-        sample=torch.zeros(batch, cfg.in_channels, size, size, device=device, dtype=dtype),
+        sample=randn(batch, cfg.in_channels, size, size),
         timestep=torch.tensor([500] * batch, device=device),
-        encoder_hidden_states=torch.zeros(batch, seq_len, cfg.cross_attention_dim, device=device, dtype=dtype),
+        encoder_hidden_states=randn(batch, seq_len, cfg.cross_attention_dim),
     )
     if cfg.addition_embed_type == "text_time":
         time_ids = 6
         text_dim = cfg.projection_class_embeddings_input_dim - time_ids * cfg.addition_time_embed_dim
-        inputs["added_cond_kwargs"] = dict(
-            text_embeds=torch.zeros(batch, text_dim, device=device, dtype=dtype),
-            time_ids=torch.zeros(batch, time_ids, device=device, dtype=dtype),
-        )
+        inputs["added_cond_kwargs"] = dict(text_embeds=randn(batch, text_dim), time_ids=randn(batch, time_ids))
     return inputs
 
 
