@@ -1,0 +1,252 @@
+"""DreamBooth-LoRA with pivotal tuning: bind a new trigger token to a concept seen in 3 to 5 images.
+
+The UNet learns the concept through a peft LoRA (diffusers' `add_adapter`), and the trigger gets its
+own token embedding, initialised from the class noun, so that prompts keep their grammar ("a cartoon
+<bear-v1> in the snow") while the trigger alone carries the concept's looks.
+
+Prior preservation trains on images that the *base* model renders for the bare class noun, with the
+base model's own noise prediction on them as the target (the UNet with the adapter switched off is the
+teacher). DreamBooth's original target, the true noise, also teaches the LoRA whatever global
+correction lowers the loss of an imperfect base model, and that correction leaks into every prompt;
+the teacher's prediction asks only that prompts without the trigger render as they did.
+
+Everything the pipeline runs at inference (tokenizer padding, the attention mask a BERT encoder wants,
+the VAE's scaling factor, the scheduler's prediction type) is read from the pipeline itself, so the
+same loop trains on PQ-Nano (BERT text encoder) and on Stable Diffusion 1.5 (CLIP).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from tqdm.auto import tqdm
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+ADAPTER_NAME = "personalq_training"
+
+
+@dataclass
+class LoraTrainingConfig:
+    trigger: str
+    class_noun: str
+    rank: int = 4
+    steps: int = 300
+    learning_rate: float = 1e-3
+    embedding_learning_rate: float = 1e-2
+    batch_size: int = 4
+    prior_preservation: bool = True
+    prior_loss_weight: float = 1.0
+    num_class_images: int = 16
+    class_prompts: tuple[str, ...] = ("a {class_noun}",)
+    target_modules: tuple[str, ...] = ("to_q", "to_k", "to_v", "to_out.0")
+    seed: int = 0
+    device: str = field(default_factory=lambda: "cuda" if torch.cuda.is_available() else "cpu")
+
+    def __post_init__(self):
+        if not self.trigger.strip() or any(c.isspace() for c in self.trigger):
+            raise ValueError(f"trigger {self.trigger!r} must be one word with no spaces, like <bear-v4>")
+        if not self.class_noun.strip():
+            raise ValueError("class noun must not be empty")
+        if self.rank < 1 or self.steps < 1 or self.batch_size < 1:
+            raise ValueError("rank, steps and batch size must be at least 1")
+
+    def formatted_class_prompts(self) -> list[str]:
+        return [p.format(class_noun=self.class_noun) for p in self.class_prompts]
+
+
+@dataclass
+class TrainedLora:
+    """What one training run produced, ready for `save_personalized_lora`."""
+
+    unet_lora_state_dict: dict[str, torch.Tensor]
+    trigger_embeddings: dict[str, torch.Tensor]
+    lora_config: dict
+    losses: list[float]
+    seconds: float
+
+
+Example = tuple[Image.Image, str]
+"""An image and the prompt it is trained under."""
+
+
+def examples_from_dir(directory: str | Path, default_prompt: str) -> list[Example]:
+    """Images of a folder with their prompts: `name.txt` beside `name.png` if present, else `default_prompt`."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"image folder {directory} does not exist")
+    examples = []
+    for image_path in sorted(p for p in directory.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES):
+        caption_path = image_path.with_suffix(".txt")
+        prompt = caption_path.read_text().strip() if caption_path.exists() else default_prompt
+        with Image.open(image_path) as image:
+            examples.append((image.convert("RGB"), prompt))
+    return examples
+
+
+def instance_examples_from_dir(directory: str | Path, trigger: str, class_noun: str, default_prompt: str = "a {trigger}") -> list[Example]:
+    """The instance images of a folder; a caption naming the class noun instead of the trigger gets the trigger.
+
+    Users caption their photos plainly ("a bear on the beach"); the trigger must stand where the noun was.
+    """
+    examples = []
+    for image, prompt in examples_from_dir(directory, default_prompt.format(trigger=trigger, class_noun=class_noun)):
+        if trigger not in prompt:
+            if class_noun not in prompt:
+                raise ValueError(f"caption {prompt!r} names neither the trigger {trigger} nor the class noun {class_noun!r}")
+            prompt = prompt.replace(class_noun, trigger)
+        examples.append((image, prompt))
+    if not examples:
+        raise ValueError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {directory}")
+    return examples
+
+
+def pipeline_resolution(pipe) -> int:
+    return int(pipe.unet.config.sample_size) * int(pipe.vae_scale_factor)
+
+
+@torch.no_grad()
+def generate_class_images(pipe, prompts: list[str], count: int, seed: int = 0, batch_size: int = 8) -> list[Example]:
+    """Render the prior-preservation set with the base model, cycling through `prompts`."""
+    examples: list[Example] = []
+    generator = torch.Generator("cpu").manual_seed(seed)
+    while len(examples) < count:
+        prompt = prompts[(len(examples) // batch_size) % len(prompts)]
+        n = min(batch_size, count - len(examples))
+        examples += [(image, prompt) for image in pipe(prompt, num_images_per_prompt=n, generator=generator).images]
+    return examples
+
+
+def _encode_images(vae, images: list[Image.Image], resolution: int, device: str) -> torch.Tensor:
+    arrays = [np.asarray(img.convert("RGB").resize((resolution, resolution), Image.BICUBIC), dtype=np.float32) / 127.5 - 1 for img in images]
+    pixels = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).to(device, vae.dtype)
+    with torch.no_grad():
+        encoded = vae.encode(pixels)
+        # AutoencoderKL gives a distribution; AutoencoderTiny gives latents directly.
+        latents = encoded.latent_dist.mode() if hasattr(encoded, "latent_dist") else encoded.latents
+    return latents * vae.config.scaling_factor
+
+
+def _tokenize(tokenizer, prompts: list[str], device: str):
+    batch = tokenizer(prompts, padding="max_length", max_length=tokenizer.model_max_length, truncation=True, return_tensors="pt")
+    return batch.input_ids.to(device), batch.attention_mask.to(device)
+
+
+def _add_trigger_token(tokenizer, text_encoder, trigger: str, class_noun: str) -> int:
+    if trigger in tokenizer.get_vocab():
+        raise ValueError(f"trigger {trigger} is already a token of this model's tokenizer; choose a new trigger")
+    noun_ids = tokenizer(class_noun, add_special_tokens=False).input_ids
+    tokenizer.add_tokens(trigger)
+    text_encoder.resize_token_embeddings(len(tokenizer))
+    trigger_id = tokenizer.convert_tokens_to_ids(trigger)
+    table = text_encoder.get_input_embeddings().weight
+    with torch.no_grad():
+        table[trigger_id] = table[noun_ids].mean(0)
+    return trigger_id
+
+
+def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class_examples: list[Example] | None = None, progress: bool = True) -> TrainedLora:
+    """Train a personalized LoRA for `config.trigger` on `instances` (image, prompt) pairs.
+
+    `pipe` is left exactly as it was: the UNet, text encoder and tokenizer are trained on copies.
+    `class_examples` are generated from `pipe` when prior preservation is on and none are given.
+    """
+    from diffusers import DDPMScheduler
+    from diffusers.utils import convert_state_dict_to_diffusers
+    from peft import LoraConfig
+    from peft.utils import get_peft_model_state_dict
+
+    if not instances:
+        raise ValueError("at least one instance image is needed")
+    if any(config.trigger not in prompt for _, prompt in instances):
+        raise ValueError(f"every instance prompt must contain the trigger {config.trigger}")
+    started = time.perf_counter()
+    device = config.device
+    torch.manual_seed(config.seed)
+    resolution = pipeline_resolution(pipe)
+    if config.prior_preservation and class_examples is None:
+        class_examples = generate_class_images(pipe, config.formatted_class_prompts(), config.num_class_images, config.seed)
+
+    pipe_device = pipe.unet.device
+    vae = pipe.vae.to(device)
+    instance_latents = _encode_images(vae, [img for img, _ in instances], resolution, device)
+    class_latents = _encode_images(vae, [img for img, _ in class_examples], resolution, device) if config.prior_preservation else None
+    vae.to(pipe_device)
+
+    tokenizer = copy.deepcopy(pipe.tokenizer)
+    text_encoder = copy.deepcopy(pipe.text_encoder).to(device, torch.float32)
+    unet = copy.deepcopy(pipe.unet).to(device, torch.float32)
+    trigger_id = _add_trigger_token(tokenizer, text_encoder, config.trigger, config.class_noun)
+    text_encoder.requires_grad_(False)
+    embedding_table = text_encoder.get_input_embeddings().weight
+    embedding_table.requires_grad_(True)
+    frozen_rows = embedding_table.detach().clone()
+    keep = torch.ones(len(tokenizer), dtype=torch.bool, device=device)
+    keep[trigger_id] = False
+
+    unet.requires_grad_(False)
+    lora_config = LoraConfig(r=config.rank, lora_alpha=config.rank, init_lora_weights="gaussian", target_modules=list(config.target_modules))
+    unet.add_adapter(lora_config, adapter_name=ADAPTER_NAME)
+    lora_params = [p for p in unet.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        [{"params": lora_params, "lr": config.learning_rate, "weight_decay": 1e-2},
+         {"params": [embedding_table], "lr": config.embedding_learning_rate, "weight_decay": 0.0}]
+    )
+    scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
+    use_mask = getattr(text_encoder.config, "use_attention_mask", False)
+    instance_ids, instance_mask = _tokenize(tokenizer, [p for _, p in instances], device)
+    if class_latents is not None:
+        class_ids, class_mask = _tokenize(tokenizer, [p for _, p in class_examples], device)
+    generator = torch.Generator(device).manual_seed(config.seed)
+
+    def noisy(latents):
+        noise = torch.randn(latents.shape, generator=generator, device=device)
+        timesteps = torch.randint(0, scheduler.config.num_train_timesteps, (latents.shape[0],), generator=generator, device=device)
+        return scheduler.add_noise(latents, noise, timesteps), noise, timesteps
+
+    def encode(ids, mask):
+        return text_encoder(ids, attention_mask=mask if use_mask else None)[0]
+
+    def instance_loss(latents, ids, mask):
+        inputs, noise, timesteps = noisy(latents)
+        target = scheduler.get_velocity(latents, noise, timesteps) if scheduler.config.prediction_type == "v_prediction" else noise
+        return F.mse_loss(unet(inputs, timesteps, encode(ids, mask)).sample, target)
+
+    def prior_loss(latents, ids, mask):
+        inputs, _, timesteps = noisy(latents)
+        with torch.no_grad():
+            hidden = encode(ids, mask)
+            unet.disable_adapters()
+            target = unet(inputs, timesteps, hidden).sample
+            unet.enable_adapters()
+        return F.mse_loss(unet(inputs, timesteps, hidden).sample, target)
+
+    unet.train()
+    losses = []
+    for _ in tqdm(range(config.steps), desc=f"training {config.trigger}", disable=not progress):
+        pick = torch.randint(0, len(instances), (config.batch_size,), generator=generator, device=device)
+        loss = instance_loss(instance_latents[pick], instance_ids[pick], instance_mask[pick])
+        if class_latents is not None:
+            pick = torch.randint(0, len(class_latents), (config.batch_size,), generator=generator, device=device)
+            loss = loss + config.prior_loss_weight * prior_loss(class_latents[pick], class_ids[pick], class_mask[pick])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():  # only the trigger's row may learn; every other word keeps its meaning
+            embedding_table[keep] = frozen_rows[keep]
+        losses.append(loss.item())
+
+    unet_lora = convert_state_dict_to_diffusers(get_peft_model_state_dict(unet, adapter_name=ADAPTER_NAME))
+    return TrainedLora(
+        unet_lora_state_dict={k: v.detach().cpu() for k, v in unet_lora.items()},
+        trigger_embeddings={config.trigger: embedding_table[trigger_id].detach().cpu().unsqueeze(0)},
+        lora_config={"r": config.rank, "lora_alpha": config.rank, "target_modules": sorted(config.target_modules)},
+        losses=losses,
+        seconds=time.perf_counter() - started,
+    )
