@@ -1,0 +1,174 @@
+"""The Repo-Prompts benchmark: run a selection method over a request file and score it by the spec.
+
+Baselines answer every request with a selection (they cannot ask or refuse), so they show what
+retrieval alone gets right; `checkin` is the full deterministic pipeline, `checkin-llm` adds the
+configured LiteLLM reranker.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from personalq.checkin.checkin import CheckIn, CheckInResult, _utc
+from personalq.checkin.intent import parse_intent
+from personalq.checkin.retrieval import hybrid_search
+
+METHODS = ("random", "dense", "bm25", "hybrid", "checkin", "checkin-llm")
+SCORES = ("single_accuracy", "ambiguity_recall", "ambiguity_precision", "post_clarification_accuracy",
+          "no_match_recall", "no_match_precision", "decision_accuracy", "rewrite_accuracy",
+          "latency_ms_p50", "latency_ms_p95")
+WARMUP_REQUESTS = 20
+
+
+@dataclass
+class Prediction:
+    instance_id: str
+    action: str
+    checkpoint_id: str | None
+    final_action: str
+    final_checkpoint_id: str | None
+    latency_ms: float
+    question: str | None = None
+    rewritten_prompt: str | None = None
+    reason: str = ""
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def select_only(checkpoint_id: str | None) -> CheckInResult:
+    if checkpoint_id is None:
+        return CheckInResult("no_match", "nothing retrieved")
+    return CheckInResult("select", "top-1", checkpoint_id=checkpoint_id)
+
+
+def make_method(name: str, store, checkin: CheckIn, llm_model: str | None = None, seed: int = 0) -> Callable:
+    """A function (request dict, now) -> (first result, final result after any clarification)."""
+    rng = random.Random(seed)
+    pooled = lambda req: req.get("candidate_pool")  # noqa: E731
+
+    if name in ("checkin", "checkin-llm"):
+        runner = checkin
+        if name == "checkin-llm":
+            from personalq.checkin.rerank import LiteLLMReranker
+
+            if not llm_model:
+                raise ValueError("checkin-llm needs a model: --llm-model or PERSONALQ_CHECKIN_LLM")
+            runner = CheckIn(store, k=checkin.k, reranker=LiteLLMReranker(llm_model))
+
+        def full(req, now):
+            conv = runner.conversation(now=now, candidate_pool=pooled(req))
+            first = conv.ask(req["query"])
+            answer = req["ground_truth"].get("clarification_answer")
+            final = conv.answer(answer) if first.action == "clarify" and answer else first
+            return first, final
+
+        return full
+
+    def single_turn(pick):
+        def run(req, now):
+            result = pick(req, now)
+            return result, result
+
+        return run
+
+    if name == "random":
+        def pick_random(req, now):
+            intent = parse_intent(req["query"], checkin.snapshot.vocabulary, now)
+            ids = set(req.get("candidate_pool") or checkin.snapshot.ids)
+            if intent.subject is not None:
+                ids &= checkin.snapshot.matching(intent.subject)
+            return select_only(rng.choice(sorted(ids)) if ids else None)
+
+        return single_turn(pick_random)
+    search = {
+        "dense": lambda q, ids: store.dense_search(q, 1, ids=ids),
+        "bm25": lambda q, ids: store.sparse_search(q, 1, ids=ids),
+        "hybrid": lambda q, ids: hybrid_search(store, q, 1, ids=ids, depth=checkin.k * 5),
+    }[name]
+    return single_turn(lambda req, now: select_only(next((i for i, _ in search(req["query"], pooled(req))), None)))
+
+
+def run_method(method: Callable, requests: list[dict], default_now) -> list[Prediction]:
+    for req in requests[:WARMUP_REQUESTS]:
+        method(req, _utc(req.get("now") or default_now))
+    predictions = []
+    for req in requests:
+        now = _utc(req.get("now") or default_now)
+        t0 = time.perf_counter()
+        first, final = method(req, now)
+        latency = (time.perf_counter() - t0) * 1000
+        predictions.append(Prediction(req["instance_id"], first.action, first.checkpoint_id, final.action,
+                                      final.checkpoint_id, latency, first.question, final.rewritten_prompt, first.reason))
+    return predictions
+
+
+def _ratio(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dict[str, str] | None = None) -> dict:
+    """Every score of docs/repo-prompts.md (and rewrite_accuracy when the requests name their subject words)."""
+    by_id = {p.instance_id: p for p in predictions}
+    single = ambiguous = no_match = 0
+    single_ok = amb_clarified = post_ok = nm_found = decision_ok = clarify_total = nm_total = 0
+    rewrites = rewrite_ok = 0
+    for req in requests:
+        truth, pred = req["ground_truth"], by_id[req["instance_id"]]
+        clarify_total += pred.action == "clarify"
+        nm_total += pred.action == "no_match"
+        if truth.get("requires_clarification"):
+            ambiguous += 1
+            amb_clarified += pred.action == "clarify"
+            decision_ok += pred.action == "clarify"
+            post_ok += pred.final_action == "select" and pred.final_checkpoint_id == truth["final_checkpoint_id"]
+        elif truth.get("no_match"):
+            no_match += 1
+            nm_found += pred.action == "no_match"
+            decision_ok += pred.action == "no_match"
+        else:
+            single += 1
+            right = pred.action == "select" and pred.checkpoint_id == truth["checkpoint_id"]
+            single_ok += right
+            decision_ok += right
+            if right and triggers is not None and req.get("subject_words") is not None and pred.rewritten_prompt is not None:
+                rewrites += 1
+                text = pred.rewritten_prompt
+                rewrite_ok += triggers[pred.checkpoint_id] in text and not any(
+                    w.lower() in text.replace(triggers[pred.checkpoint_id], "").lower() for w in req["subject_words"])
+    latencies = np.array([p.latency_ms for p in by_id.values()])
+    return {
+        "requests": len(requests),
+        "single_accuracy": _ratio(single_ok, single),
+        "ambiguity_recall": _ratio(amb_clarified, ambiguous),
+        "ambiguity_precision": _ratio(amb_clarified, clarify_total),
+        "post_clarification_accuracy": _ratio(post_ok, ambiguous),
+        "no_match_recall": _ratio(nm_found, no_match),
+        "no_match_precision": _ratio(nm_found, nm_total),
+        "decision_accuracy": _ratio(decision_ok, len(requests)),
+        "rewrite_accuracy": _ratio(rewrite_ok, rewrites),
+        "latency_ms_p50": float(np.percentile(latencies, 50)) if len(latencies) else None,
+        "latency_ms_p95": float(np.percentile(latencies, 95)) if len(latencies) else None,
+    }
+
+
+def format_table(rows: dict[str, dict]) -> str:
+    """A Markdown table, methods as rows; a blank cell is a score with nothing to count (no clarify answers)."""
+    head = "| method | " + " | ".join(SCORES) + " |"
+    lines = [head, "|" + "---|" * (len(SCORES) + 1)]
+    for method, scores in rows.items():
+        cells = []
+        for key in SCORES:
+            value = scores.get(key)
+            cells.append("" if value is None else (f"{value:.1f}" if key.startswith("latency") else f"{value:.3f}"))
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

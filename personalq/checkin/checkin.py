@@ -1,0 +1,263 @@
+"""Check-in: pick the checkpoint a request means, ask when several fit, say so when none does.
+
+`CheckIn(store).ask(text, now=...)` runs the pipeline of issue 3: intent parsing, hybrid retrieval
+fused with structured filters, deterministic reasoning, an optional LiteLLM reranker that can only
+choose among checkpoints that satisfy the request, clarification, and the trigger rewrite.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from personalq.checkin.intent import Constraint, Intent, parse_intent
+from personalq.checkin.retrieval import hybrid_search
+from personalq.checkin.rewrite import rewrite_prompt
+from personalq.checkin.snapshot import CatalogSnapshot
+
+MAX_OPTIONS = 4
+_PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
+_OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
+
+
+@dataclass
+class ClarificationOption:
+    """One answer the user can click: a value of the splitting attribute and the checkpoints it keeps."""
+
+    label: str
+    checkpoint_ids: list[str]
+    attribute: str
+    value: str
+
+
+@dataclass
+class CheckInResult:
+    action: str  # select | clarify | no_match
+    reason: str
+    checkpoint_id: str | None = None
+    card: Any = None
+    question: str | None = None
+    options: list[ClarificationOption] = field(default_factory=list)
+    rewritten_prompt: str | None = None
+    nearest: list[str] = field(default_factory=list)
+    plausible_ids: list[str] = field(default_factory=list)
+    decided_by: str = "rules"  # rules | llm
+
+    def to_dict(self) -> dict:
+        out = asdict(self) | {"card": None}
+        out.pop("card")
+        return out
+
+
+def _utc(now: datetime | str | None) -> datetime:
+    if now is None:
+        return datetime.now(timezone.utc)
+    if isinstance(now, str):
+        now = datetime.fromisoformat(now.replace("Z", "+00:00"))
+    return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+
+
+class CheckIn:
+    def __init__(self, store, k: int = 10, reranker=None, use_retrieval: bool = True):
+        self.store, self.k, self.reranker, self.use_retrieval = store, k, reranker, use_retrieval
+        self._snapshot: CatalogSnapshot | None = None
+
+    def refresh(self) -> CatalogSnapshot:
+        """The cards as of the store's current revision (rebuilt only when the catalog changed).
+
+        Called once per turn; the rest of the turn reads `snapshot` without asking the database again.
+        """
+        revision = getattr(self.store, "revision", None)
+        if self._snapshot is None or self._snapshot.revision != revision:
+            self._snapshot = CatalogSnapshot(self.store.cards(), getattr(self.store, "embedder", None), revision)
+        return self._snapshot
+
+    @property
+    def snapshot(self) -> CatalogSnapshot:
+        return self._snapshot if self._snapshot is not None else self.refresh()
+
+    def ask(self, text: str, now: datetime | str | None = None, candidate_pool=None) -> CheckInResult:
+        return self.conversation(now, candidate_pool).ask(text)
+
+    def conversation(self, now: datetime | str | None = None, candidate_pool=None) -> Conversation:
+        return Conversation(self, _utc(now), candidate_pool)
+
+    # -- the decision ----------------------------------------------------------------------------
+    def decide(self, request: str, intent: Intent, now: datetime, pool: set[str] | None) -> CheckInResult:
+        snap = self.snapshot
+        base = set(snap.ids) if pool is None else pool & snap.cards.keys()
+        sets = [(c, snap.matching(c)) for c in intent.constraints]
+        satisfying = set(base)
+        for _, ids in sorted(sets, key=lambda s: len(s[1])):
+            satisfying &= ids
+        ranked = self._rank(request, satisfying, base)
+        if intent.order and ranked:
+            field_name, pick = intent.order
+            dated = [i for i in ranked if snap.moment(i, field_name) is not None]
+            if dated:
+                chosen = (max if pick == "max" else min)(dated, key=lambda i: snap.moment(i, field_name))
+                return self._select(request, intent, chosen, f"the {intent.order_words} of {len(ranked)} that fit")
+            ranked = []
+        if not ranked:
+            return self._no_match(request, intent, sets, base)
+        if len(ranked) == 1:
+            return self._select(request, intent, ranked[0], self._why(intent))
+        if self.reranker is not None:
+            choice = self.reranker.choose(request, [snap.cards[i] for i in ranked])
+            if choice in ranked:
+                result = self._select(request, intent, choice, f"chosen by {self.reranker.name} among {len(ranked)} that fit")
+                result.decided_by = "llm"
+                return result
+        return self._clarify(intent, ranked)
+
+    def _rank(self, request: str, satisfying: set[str], base: set[str]) -> list[str]:
+        """Satisfying checkpoints, best retrieval match first, then newest first."""
+        snap = self.snapshot
+        rank: dict[str, int] = {}
+        if self.use_retrieval and satisfying and len(satisfying) > 1:
+            ids = satisfying if len(satisfying) < len(snap.ids) else None
+            hits = hybrid_search(self.store, request, self.k, ids=ids)
+            rank = {doc_id: r for r, (doc_id, _) in enumerate(hits)}
+        return sorted(satisfying, key=lambda i: (rank.get(i, len(rank)), -snap.cards[i].created_at.timestamp()))
+
+    def _why(self, intent: Intent) -> str:
+        words = [c.words for c in intent.constraints]
+        return "the only checkpoint that fits " + (", ".join(f"“{w}”" for w in words) if words else "the request")
+
+    def _select(self, request: str, intent: Intent, checkpoint_id: str, reason: str) -> CheckInResult:
+        card = self.snapshot.cards[checkpoint_id]
+        subject_words = [c.words for c in intent.constraints if c.attribute == "subject" and c.start >= 0]
+        return CheckInResult(
+            action="select", reason=reason, checkpoint_id=checkpoint_id, card=card,
+            rewritten_prompt=rewrite_prompt(request, card.trigger, subject_words), plausible_ids=[checkpoint_id],
+        )
+
+    def _no_match(self, request: str, intent: Intent, sets: list[tuple[Constraint, set[str]]], base: set[str]) -> CheckInResult:
+        unknown = next((c for c, _ in sets if c.attribute == "unknown"), None)
+        if unknown is not None:
+            near = [i for i, _ in hybrid_search(self.store, request, 3)] if self.use_retrieval else []
+            return CheckInResult("no_match", f"no checkpoint in the repository shows “{unknown.words}”", nearest=near)
+        if not base:
+            return CheckInResult("no_match", "none of the offered checkpoints is in the repository")
+        for i, (c, _) in enumerate(sets):
+            rest = set(base)
+            for j, (_, ids) in enumerate(sets):
+                if j != i:
+                    rest &= ids
+            if rest:
+                noun = intent.subject.words if intent.subject and intent.subject is not c else "checkpoint"
+                near = self._rank(request, rest, base)[:3]
+                if intent.order and not any(self.snapshot.moment(x, intent.order[0]) for x in rest):
+                    return CheckInResult("no_match", f"no {noun} has ever been used", nearest=near)
+                return CheckInResult("no_match", f"no {noun} fits “{c.words}”; {len(rest)} fit everything else", nearest=near)
+        words = " + ".join(f"“{c.words}”" for c, _ in sets)
+        return CheckInResult("no_match", f"no checkpoint fits {words} together")
+
+    def _clarify(self, intent: Intent, ranked: list[str]) -> CheckInResult:
+        noun = intent.subject.words if intent.subject else "one"
+        attribute, groups = self._best_split(ranked, intent)
+        shown = list(groups.items())[:MAX_OPTIONS]
+        options = [ClarificationOption(_label(attribute, value, noun), ids, attribute, value) for value, ids in shown]
+        labels = [o.label for o in options]
+        question = "Do you want " + (", ".join(labels[:-1]) + " or " + labels[-1]) + "?"
+        if len(groups) > MAX_OPTIONS:
+            question = question[:-1] + f" (or another of the {len(ranked)} that fit)?"
+        return CheckInResult(
+            "clarify", f"{len(ranked)} checkpoints fit; they differ most in {attribute}",
+            question=question, options=options, plausible_ids=ranked,
+        )
+
+    def _best_split(self, ranked: list[str], intent: Intent) -> tuple[str, dict[str, list[str]]]:
+        cards = [self.snapshot.cards[i] for i in ranked]
+        asked = {c.attribute for c in intent.constraints}
+        candidates = []
+        for attribute in ("category", "style", "environment", "subject", "created", "version"):
+            if attribute in asked and attribute not in ("subject", "created"):
+                continue
+            groups: dict[str, list[str]] = {}
+            for card in cards:
+                value = _attribute_value(card, attribute)
+                if value is None:
+                    break
+                groups.setdefault(value, []).append(card.id)
+            else:
+                if len(groups) >= 2:
+                    fits = len(groups) <= MAX_OPTIONS
+                    candidates.append(((fits, -max(map(len, groups.values())), len(groups)), attribute, groups))
+        if not candidates:  # identical on every attribute: offer the checkpoints themselves, by age
+            groups = {f"created {self.snapshot.cards[i].created_at:%B %d, %Y}": [i] for i in ranked}
+            return "created", groups
+        _, attribute, groups = max(candidates, key=lambda c: c[0])
+        return attribute, groups
+
+
+def _attribute_value(card, attribute: str) -> str | None:
+    if attribute == "category":
+        return card.category
+    if attribute == "style":
+        return card.style_tags[0] if card.style_tags else None
+    if attribute == "environment":
+        return card.environment[0] if card.environment else None
+    if attribute == "subject":
+        specific = [s for s in card.subject_types if s.lower() != card.category.lower()]
+        return specific[0] if specific else None
+    if attribute == "created":
+        return f"{calendar.month_name[card.created_at.month]} {card.created_at.year}"
+    return f"v{card.version}" if card.version is not None else None
+
+
+def _label(attribute: str, value: str, noun: str) -> str:
+    if attribute in ("category", "subject"):
+        return f"the {value}"
+    if attribute == "created":
+        return f"the {noun} from {value}"
+    if attribute == "version":
+        return f"{noun} {value}" if noun != "one" else f"version {value[1:]}"
+    if attribute == "environment":
+        return f"the {noun} trained on {value} pictures"
+    return f"the {value} {noun}"
+
+
+class Conversation:
+    """One request and its follow-up answers; each answer narrows the checkpoints that still fit."""
+
+    def __init__(self, checkin: CheckIn, now: datetime, candidate_pool=None):
+        self.checkin, self.now = checkin, now
+        self.pool = set(candidate_pool) if candidate_pool else None
+        self.request: str | None = None
+        self.intent: Intent | None = None
+        self.last: CheckInResult | None = None
+
+    def ask(self, text: str) -> CheckInResult:
+        self.request = text
+        self.intent = parse_intent(text, self.checkin.refresh().vocabulary, self.now)
+        self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
+        return self.last
+
+    def answer(self, reply: str | ClarificationOption) -> CheckInResult:
+        """Take a clicked option or typed text as more constraints and decide again."""
+        if self.last is None or self.last.action != "clarify":
+            return self.ask(reply.label if isinstance(reply, ClarificationOption) else reply)
+        options = self.last.options
+        self.checkin.refresh()
+        if isinstance(reply, str):
+            m = _PICK_OPTION.match(reply)
+            if m and _OPTION_INDEX[m.group(1).lower()] < len(options):
+                reply = options[_OPTION_INDEX[m.group(1).lower()]]
+        if isinstance(reply, ClarificationOption):
+            extra = Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)])
+        else:
+            extra = parse_intent(reply, self.checkin.snapshot.vocabulary, self.now, answer=True)
+            if not extra.constraints and not extra.order:
+                chosen = [o for o in options if re.search(rf"\b{re.escape(o.value)}\b", reply, re.I)]
+                if len(chosen) != 1:
+                    self.last.reason = f"“{reply}” does not narrow it down"
+                    return self.last
+                extra = Intent(reply, [Constraint("checkpoints", frozenset(chosen[0].checkpoint_ids), reply)])
+        plausible = set(self.last.plausible_ids)
+        self.intent = self.intent.merged(extra)
+        self.last = self.checkin.decide(self.request, self.intent, self.now, plausible)
+        return self.last

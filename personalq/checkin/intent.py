@@ -1,0 +1,198 @@
+"""Intent parsing: the constraints a request puts on the checkpoint it means.
+
+Time and version phrases are found first (they contain digits and order-like words), then the
+catalog's own subject, style and place terms (longest first), then description words ("gray",
+"beach"), then ordinary synonyms via the vocabulary's embedder. What is left is prompt context,
+except a leftover noun in the subject slot when no subject was found: that names a subject the
+catalog lacks ("my giraffe"), so nothing can satisfy the request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from personalq.checkin.timewords import find_time_phrases
+from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, Token, tokens
+
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+             "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
+             "eighteenth", "nineteenth", "twentieth"]
+_NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+_VERSION = re.compile(
+    r"\bv(?:er)?\.?\s?(\d+)\b|\bversion\s+(?:number\s+)?(\d+|" + "|".join(_NUMBERS) + r")\b|\b("
+    + "|".join(_ORDINALS) + r")\s+version\b", re.I)
+_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first)\b", re.I)
+_NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
+_USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
+_USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
+_SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One requirement; `words` are the user's words for it, `start`/`end` their place in the text."""
+
+    attribute: str  # subject | style | environment | cue | version | created | used | unknown | checkpoints
+    value: object
+    words: str
+    start: int = -1
+    end: int = -1
+    exact: bool = True  # False when reached through a synonym
+
+
+@dataclass
+class Intent:
+    text: str
+    constraints: list[Constraint] = field(default_factory=list)
+    order: tuple[str, str] | None = None  # (created|used, max|min)
+    order_words: str = ""
+
+    @property
+    def subject(self) -> Constraint | None:
+        return next((c for c in self.constraints if c.attribute == "subject"), None)
+
+    def merged(self, other: Intent) -> Intent:
+        """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
+        return Intent(self.text, [*self.constraints, *other.constraints], other.order or self.order,
+                      other.order_words or self.order_words)
+
+
+def _version_number(m: re.Match) -> int:
+    if m.group(1):
+        return int(m.group(1))
+    if m.group(2):
+        return int(m.group(2)) if m.group(2).isdigit() else _NUMBERS.index(m.group(2).lower()) + 1
+    return _ORDINALS.index(m.group(3).lower()) + 1
+
+
+def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer: bool = False) -> Intent:
+    """`answer=True` parses a reply to a clarification question: no subject slot to fill there."""
+    intent = Intent(text)
+    taken = [False] * len(text)
+
+    def take(start: int, end: int) -> None:
+        taken[start:end] = [True] * (end - start)
+
+    for window, start, end in find_time_phrases(text, now):
+        before = text[:start]
+        used = bool(_USED_BEFORE.search(before)) or window.words.lower().startswith("used")
+        intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
+        take(start, end)
+    for m in _VERSION.finditer(text):
+        if not any(taken[m.start():m.end()]):
+            intent.constraints.append(Constraint("version", _version_number(m), m.group(0), m.start(), m.end()))
+            take(m.start(), m.end())
+    for m in _ORDER.finditer(text):
+        if any(taken[m.start():m.end()]) or intent.order:
+            continue
+        word = m.group(1).lower()
+        field_name = "used" if _USE_WORDS.search(text) and not any(c.attribute == "used" for c in intent.constraints) else "created"
+        intent.order = (field_name, "max" if word.startswith(_NEWEST) else "min")
+        intent.order_words = m.group(0)
+        take(m.start(), m.end())
+
+    toks = [t for t in tokens(text) if not any(taken[t.start:t.end])]
+    used_tok: set[int] = set()
+    modifiers: set[int] = set()  # style/cue words: may sit between "my" and a subject noun
+    found_attrs: set[str] = set()
+    n = len(toks)
+    for i in range(n):
+        if i in used_tok:
+            continue
+        for size in range(min(vocabulary.max_term_len, n - i), 0, -1):
+            span = toks[i:i + size]
+            if any(j in used_tok for j in range(i, i + size)) or not _adjacent(text, span):
+                continue
+            key = tuple(t.key for t in span)
+            hit = vocabulary.exact(key)
+            if hit and not all(k in STOP_WORDS for k in key):
+                _add(intent, hit, span, exact=True)
+                found_attrs.add(hit[0])
+                used_tok.update(range(i, i + size))
+                if hit[0] != "subject":
+                    modifiers.update(range(i, i + size))
+                break
+
+    for i in range(n - 1):  # "city streets", "pencil sketch": a plain word beside a place or style is part of it
+        nxt, prev = i + 1, i
+        if i in used_tok and nxt not in used_tok and _covered_by(intent, toks[i], "environment"):
+            used_tok.add(nxt)
+        if nxt in used_tok and prev not in used_tok and _covered_by(intent, toks[nxt], "style") \
+                and toks[prev].key not in vocabulary.cue_words and toks[prev].key not in STOP_WORDS:
+            used_tok.add(prev)
+            modifiers.add(prev)
+    content = [i for i in range(n) if i not in used_tok and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
+    cues = [j for j in content if toks[j].key in vocabulary.cue_words]
+    for j in cues:
+        tok = toks[j]
+        intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
+        modifiers.add(j)
+    # Synonyms: every unknown word (or two-word phrase) proposes a term; the strongest proposal per
+    # attribute wins, so "pencil" cannot take the subject slot from "seat".
+    words = [j for j in content if j not in cues]
+    proposals = []
+    for j in words:
+        hit = vocabulary.similar(toks[j].text.lower())
+        if hit:
+            proposals.append((hit[2], hit[0], hit[1], (j,)))
+    for run in _runs(words, toks, text):
+        for a, b in zip(run, run[1:]):
+            hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
+            singles = [p[0] for p in proposals if p[3] in ((a,), (b,))]
+            if hit and hit[2] > max(singles, default=0.0):
+                proposals.append((hit[2], hit[0], hit[1], (a, b)))
+    resolved: set[int] = set()
+    for strength, attribute, key, span in sorted(proposals, key=lambda p: -p[0]):
+        if attribute in found_attrs or resolved.intersection(span):
+            continue
+        if attribute == "subject" and not _in_subject_slot(span[0], toks, modifiers):
+            continue
+        _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
+        found_attrs.add(attribute)
+        resolved.update(span)
+        if attribute != "subject":
+            modifiers.update(span)
+    unknown = [j for j in words if j not in resolved]
+
+    if not answer and "subject" not in found_attrs:
+        for j in unknown:
+            if _in_subject_slot(j, toks, modifiers):
+                tok = toks[j]
+                intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+                break
+    return intent
+
+
+def _add(intent: Intent, hit: tuple[str, tuple[str, ...]], span: list[Token], exact: bool) -> None:
+    start, end = span[0].start, span[-1].end
+    intent.constraints.append(Constraint(hit[0], hit[1], intent.text[start:end], start, end, exact))
+
+
+def _adjacent(text: str, span: list[Token]) -> bool:
+    """Tokens of one term must be separated by spaces or hyphens only ("3d render", "ukiyo-e")."""
+    return all(re.fullmatch(r"[\s\-]*", text[a.end:b.start]) for a, b in zip(span, span[1:]))
+
+
+def _covered_by(intent: Intent, tok: Token, attribute: str) -> bool:
+    return any(c.attribute == attribute and c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
+
+
+def _in_subject_slot(j: int, toks: list[Token], modifiers: set[int]) -> bool:
+    """Where a noun names the subject: first, or after "my"/"the" and any style or look words."""
+    k = j - 1
+    while k >= 0 and k in modifiers:
+        k -= 1
+    return k < 0 or toks[k].key in _SUBJECT_SLOT
+
+
+def _runs(indices: list[int], toks: list[Token], text: str) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][-1] == i - 1 and _adjacent(text, [toks[i - 1], toks[i]]):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+

@@ -1,0 +1,64 @@
+"""An in-memory snapshot of the store's cards, indexed so every constraint is a fast set lookup.
+
+Structured filtering over the whole catalog is what lets reasoning see every checkpoint that
+satisfies a request: 50 bear versions score alike on text, so retrieval alone would drop some.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from personalq.checkin.intent import Constraint
+from personalq.checkin.vocabulary import CatalogVocabulary
+
+
+class CatalogSnapshot:
+    def __init__(self, cards: Sequence, embedder=None, revision: int | None = None):
+        self.revision = revision
+        self.cards = {c.id: c for c in cards}
+        self.ids = list(self.cards)
+        self.vocabulary = CatalogVocabulary(cards, embedder)
+        self.by_version: dict[int, set[str]] = defaultdict(set)
+        for c in cards:
+            if c.version is not None:
+                self.by_version[c.version].add(c.id)
+        self._id_array = np.array(self.ids, dtype=object)
+        self._times = {
+            "created": self._time_columns([c.created_at for c in cards]),
+            "used": self._time_columns([c.last_used_at for c in cards]),
+        }
+
+    @staticmethod
+    def _time_columns(moments: list) -> tuple[np.ndarray, np.ndarray]:
+        seconds = np.array([m.timestamp() if m is not None else np.nan for m in moments], dtype=np.float64)
+        months = np.array([m.month if m is not None else 0 for m in moments], dtype=np.int8)
+        return seconds, months
+
+    def matching(self, constraint: Constraint) -> set[str]:
+        a, v = constraint.attribute, constraint.value
+        if a in ("subject", "style", "environment"):
+            return self.vocabulary.terms[a].get(v, set())
+        if a == "cue":
+            return self.vocabulary.cue_words.get(v, set())
+        if a == "version":
+            return self.by_version.get(v, set())
+        if a in ("created", "used"):
+            seconds, months = self._times[a]
+            mask = ~np.isnan(seconds)
+            if v.months:
+                mask &= np.isin(months, v.months)
+            if v.start is not None:
+                mask &= seconds >= v.start.timestamp()
+            if v.end is not None:
+                mask &= seconds < v.end.timestamp()
+            return set(self._id_array[mask].tolist())
+        if a == "checkpoints":
+            return set(v)
+        return set()  # unknown subject: nothing has it
+
+    def moment(self, checkpoint_id: str, field: str):
+        card = self.cards[checkpoint_id]
+        return card.created_at if field == "created" else card.last_used_at

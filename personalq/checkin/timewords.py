@@ -1,0 +1,166 @@
+"""Time phrases in a request, turned into half-open UTC windows against `now`.
+
+dateparser turns the phrase into a moment ("three days ago", "last week", "March 3, 2025"); this
+module only decides how wide the window around that moment is (the phrase's unit: a calendar day,
+an ISO week, a month, a year) and handles what a point parser cannot: a month or season without a
+year (any year, per docs/repo-prompts.md) and bounds ("before May", "since March").
+"""
+
+from __future__ import annotations
+
+import calendar
+import functools
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import dateparser
+from dateutil.relativedelta import relativedelta
+
+SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11), "winter": (12, 1, 2)}
+_MONTHS = "|".join(calendar.month_name[1:])
+_MONTH_ABBR = "|".join(calendar.month_abbr[1:])
+_MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
+_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
+
+# Order matters: longer, more specific phrases first; each match consumes its characters.
+PATTERNS = [
+    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}})\b", re.I)),
+    ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b", re.I)),
+    ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
+    ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
+    ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
+    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+    ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
+    ("month", re.compile(rf"\b{_PREP}({_MONTH})\b")),  # case-sensitive: "may" the verb is not May
+    ("year", re.compile(r"\b(?:in|from|during|of|since)\s+((?:19|20)\d\d)\b", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """Moments in [start, end), or in any year's `months` when the request named no year."""
+
+    words: str
+    start: datetime | None = None
+    end: datetime | None = None
+    months: tuple[int, ...] = ()
+
+    def contains(self, when: datetime | None) -> bool:
+        if when is None:
+            return False
+        if self.months and when.month not in self.months:
+            return False
+        if self.start is not None and when < self.start:
+            return False
+        if self.end is not None and when >= self.end:
+            return False
+        return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _moment(phrase: str, now: datetime) -> datetime | None:
+    settings = {"RELATIVE_BASE": now.replace(tzinfo=None), "PREFER_DATES_FROM": "past", "PREFER_DAY_OF_MONTH": "first"}
+    found = dateparser.parse(phrase, languages=["en"], settings=settings)
+    return None if found is None else found.replace(tzinfo=timezone.utc)
+
+
+def _day(moment: datetime) -> tuple[datetime, datetime]:
+    start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def _span(moment: datetime, unit: str) -> tuple[datetime, datetime]:
+    start, _ = _day(moment)
+    if unit == "day":
+        return start, start + timedelta(days=1)
+    if unit == "week":
+        start -= timedelta(days=start.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = start.replace(day=1)
+        return start, start + relativedelta(months=1)
+    start = start.replace(month=1, day=1)
+    return start, start + relativedelta(years=1)
+
+
+def _month_number(name: str) -> int:
+    key = name.rstrip(".")[:3].title()
+    return list(calendar.month_abbr).index(key)
+
+
+def _latest_start(month: int, now: datetime) -> datetime:
+    start = datetime(now.year, month, 1, tzinfo=timezone.utc)
+    return start if start <= now else start - relativedelta(years=1)
+
+
+def _bound(kind: str, target: str, now: datetime) -> tuple[datetime | None, datetime | None] | None:
+    if re.fullmatch(r"\d{4}", target):
+        first = datetime(int(target), 1, 1, tzinfo=timezone.utc)
+        span = (first, first + relativedelta(years=1))
+    elif re.fullmatch(_MONTH, target, re.I):
+        first = _latest_start(_month_number(target), now)
+        span = (first, first + relativedelta(months=1))
+    else:
+        moment = _moment(target, now)
+        if moment is None:
+            return None
+        unit = "day" if re.search(r"\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}", target) else "month"
+        span = _span(moment, unit)
+    if kind == "before":
+        return None, span[0]
+    if kind == "until":
+        return None, span[1]
+    if kind == "after":
+        return span[1], None
+    return span[0], None
+
+
+def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, int]]:
+    """Every time phrase in `text` as (window, start, end) character spans, left to right."""
+    found: list[tuple[TimeWindow, int, int]] = []
+    taken = [False] * len(text)
+    for kind, pattern in PATTERNS:
+        for m in pattern.finditer(text):
+            if any(taken[m.start():m.end()]):
+                continue
+            window = _window(kind, m, now)
+            if window is None:
+                continue
+            found.append((window, m.start(), m.end()))
+            taken[m.start():m.end()] = [True] * (m.end() - m.start())
+    return sorted(found, key=lambda f: f[1])
+
+
+def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
+    words = m.group(0).strip()
+    if kind == "bound":
+        bounds = _bound(m.group(1).lower(), m.group(2), now)
+        return None if bounds is None else TimeWindow(words, *bounds)
+    if kind == "date":
+        moment = _moment(m.group(1), now)
+        return None if moment is None else TimeWindow(words, *_day(moment))
+    if kind in ("ago", "relative", "day"):
+        phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
+        if phrase.startswith("this "):
+            return TimeWindow(words, *_span(now, phrase.split()[1]))
+        moment = _moment(phrase, now)
+        if moment is None:
+            return None
+        unit = "day" if kind == "day" else (m.group(2) if kind == "ago" else m.group(3)).lower()
+        return TimeWindow(words, *_span(moment, unit))
+    if kind == "season":
+        months = SEASONS[m.group(1).lower()]
+        if m.group(2):
+            year = int(m.group(2))
+            first = datetime(year, months[0], 1, tzinfo=timezone.utc)
+            return TimeWindow(words, first, first + relativedelta(months=3))
+        return TimeWindow(words, months=months)
+    if kind == "month_year":
+        first = datetime(int(m.group(2)), _month_number(m.group(1)), 1, tzinfo=timezone.utc)
+        return TimeWindow(words, first, first + relativedelta(months=1))
+    if kind == "month":
+        return TimeWindow(words, months=(_month_number(m.group(1)),))
+    first = datetime(int(m.group(1)), 1, 1, tzinfo=timezone.utc)
+    return TimeWindow(words, first, first + relativedelta(years=1))
