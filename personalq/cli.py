@@ -17,7 +17,10 @@ app.add_typer(bench_app, name="bench")
 # Each module defines `register(app, bench_app)`.
 COMMAND_MODULES = (
     "personalq.taq.cli",
+    "personalq.serving.cli",
     "personalq.store.cli",
+    "personalq.eval.cli",
+    "personalq.nano.cli",
 )
 
 

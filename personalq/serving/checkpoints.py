@@ -84,19 +84,50 @@ def load_lora(card, pipe, device, dtype) -> LoraPayload:
     )
 
 
+def _pristine_copy(module):
+    import copy
+
+    clone = copy.deepcopy(module)
+    if getattr(clone, "peft_config", None):
+        clone.unload_lora()  # the base UNet may carry the LoRA slot; a full checkpoint replaces bare weights
+    return clone
+
+
 def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> DreamBoothPayload:
-    """A diffusers folder (whole pipeline or just `unet/`, `text_encoder/`...) or a single-file checkpoint."""
+    """A full fine-tune as one `.safetensors` or a diffusers folder.
+
+    The file is either an original (LDM) single-file checkpoint, read with `from_single_file`, or
+    diffusers-format weights (`unet.*` / `text_encoder.*` keys, or bare UNet keys) loaded strictly
+    into copies of the base's modules, which also proves it fits this base architecture.
+    """
     path = _file_of(card)
     names = [n for n in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(pipe, n, None) is not None]
     if path.is_file():
-        kwargs = {"config": str(single_file_config)} if single_file_config else {}
-        full = type(pipe).from_single_file(str(path), torch_dtype=dtype, **kwargs)
-        components = {n: getattr(full, n) for n in names}
-    else:
-        if (path / "diffusion_pytorch_model.safetensors").exists() or (path / "config.json").exists():
-            found = {"unet": path}  # a bare UNet folder
+        from safetensors.torch import load_file
+
+        state = load_file(str(path))
+        if any(key.startswith("model.diffusion_model.") for key in state):
+            if single_file_config is None:
+                raise ServingError(f"checkpoint {card.id}: an original-layout checkpoint needs `single_file_config` (a local diffusers folder of this base)")
+            full = type(pipe).from_single_file(str(path), config=str(single_file_config), torch_dtype=dtype)
+            components = {n: getattr(full, n) for n in ("unet", "text_encoder", "text_encoder_2") if n in names}
         else:
-            found = {n: path / n for n in names if (path / n).is_dir()}
+            parts: dict[str, dict[str, torch.Tensor]] = {}
+            for key, tensor in state.items():
+                prefix, _, rest = key.partition(".")
+                if prefix in ("unet", "text_encoder", "text_encoder_2"):
+                    parts.setdefault(prefix, {})[rest] = tensor
+                else:
+                    parts.setdefault("unet", {})[key] = tensor
+            components = {}
+            for name, part in parts.items():
+                if name not in names:
+                    raise ServingError(f"checkpoint {card.id}: has {name} weights but the base model has no {name}")
+                module = _pristine_copy(getattr(pipe, name))
+                module.load_state_dict(part, strict=name == "unet")
+                components[name] = module
+    else:
+        found = {n: path / n for n in names if (path / n).is_dir()}
         if "unet" not in found:
             raise ServingError(f"checkpoint {card.id}: {path} holds no unet/ folder")
         components = {}
@@ -108,9 +139,9 @@ def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> Dream
                 components[name] = cls.from_pretrained(str(folder), torch_dtype=dtype)
             else:
                 components[name] = cls.from_pretrained(str(folder), dtype=dtype)
-    for name, module in components.items():
+    for module in components.values():
         if isinstance(module, torch.nn.Module):
-            module.to(device).eval().requires_grad_(False)
+            module.to(device, dtype).eval().requires_grad_(False)
     return DreamBoothPayload(card.id, components)
 
 

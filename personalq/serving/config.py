@@ -22,6 +22,9 @@ class ServingConfig:
     single-file `.safetensors`/`.ckpt` checkpoint. Single files carry no configs, so
     `single_file_config` names a local diffusers folder (or cached hub id) to take them from.
     `memory_budget_bytes` bounds the cache of resident models and adapters (None: unbounded).
+    Quantized variants are calibrated once over `calibration_prompts` prompts at
+    `calibration_steps` steps, then saved (base variants under `quantized_dir`, default
+    `$PERSONALQ_HOME/quantized/`; a full checkpoint's beside its file) and loaded from there after.
     """
 
     base_model: str = DEFAULT_BASE_MODEL
@@ -30,6 +33,8 @@ class ServingConfig:
     memory_budget_bytes: int | None = None
     single_file_config: str | Path | None = None
     quantized_dir: str | Path | None = None
+    calibration_prompts: int = 16
+    calibration_steps: int = 10
 
 
 _DTYPES = {

@@ -204,9 +204,10 @@ class PipelineManager:
         if isinstance(payload, DreamBoothPayload):
             components.update(payload.components)
             source_name = f"dreambooth:{card.id}"
-        unet_name, components["unet"] = self._unet_variant(source_name, components["unet"], setting, quantized, taq, card, progress)
         self._unload_tokens()
         self.pipe.register_modules(**components)  # plain attribute swaps; nothing is copied
+        unet_name, components["unet"] = self._unet_variant(source_name, components["unet"], setting, quantized, taq, card, progress)
+        self.pipe.register_modules(unet=components["unet"])
         unet = components["unet"]
         triggers: list[str] = []
         if isinstance(payload, LoraPayload):
@@ -245,7 +246,10 @@ class PipelineManager:
             unet.enable_lora_hotswap(target_rank=rank)
             load(dict(payload.unet_state_dict), hotswap=False, **kwargs)
             unet._pq_slot_rank = rank
-            self.cache.remeasure(unet_name)
+            try:
+                self.cache.remeasure(unet_name)
+            except MemoryError as error:
+                raise ServingError(f"the adapter slot of {unet_name} does not fit: {error}") from None
         unet.enable_adapters()
         unet._pq_lora_id = payload.checkpoint_id
 
@@ -261,6 +265,10 @@ class PipelineManager:
             clashes = [t for t in table if t in tokenizer.get_vocab()]
             if clashes:
                 raise ServingError(f"trigger {clashes[0]} is already a token of the base tokenizer")
+            # Grow the table first without transformers' mean-resizing (a covariance per switch), which
+            # diffusers' own resize would do for rows it overwrites anyway; its resize is then a no-op.
+            rows = sum(e.reshape(-1, e.shape[-1]).shape[0] for e in table.values())
+            text_encoder.resize_token_embeddings(len(tokenizer) + rows, mean_resizing=False)
             self.pipe.load_textual_inversion(list(table.values()), token=list(table), tokenizer=tokenizer, text_encoder=text_encoder)
             added = sorted(set(tokenizer.get_added_vocab()) - before)
             self._loaded_tokens.append((added, tokenizer, text_encoder))
@@ -322,24 +330,24 @@ class PipelineManager:
     def _quantize(self, source_unet, setting: str, protect: str, directory: Path):
         """Quantize a pristine copy of the UNet through TAQ; load the saved variant when one exists."""
         try:
-            from personalq import taq
+            from personalq.taq import QuantConfig, calibration_prompts, load_quantized, quantize, save_quantized
         except ImportError as error:
             raise ServingError(f"setting {setting} needs the TAQ package, which is not available ({error})") from None
-        unet = copy.deepcopy(source_unet)
-        if getattr(unet, "peft_config", None):
-            unet.unload_lora()  # the copy carries the source's adapter slot; quantize the bare weights
-            unet._pq_slot_rank = 0
-            unet._pq_lora_id = None
         previous = self.pipe.unet
-        self.pipe.register_modules(unet=unet)
         try:
-            if taq.has_quantized(directory) if hasattr(taq, "has_quantized") else (directory.exists() and any(directory.iterdir())):
-                taq.load_quantized(self.pipe, directory)
+            if (directory / "taq.json").exists():
+                load_quantized(self.pipe, directory)
             else:
-                config = taq.QuantConfig.from_setting(setting, protect=protect)
-                taq.quantize(self.pipe, config, calibration_prompts=taq.calibration_prompts(self.pipe) if hasattr(taq, "calibration_prompts") else None)
+                unet = copy.deepcopy(source_unet)
+                if getattr(unet, "peft_config", None):
+                    unet.unload_lora()  # the copy carries the source's adapter slot; quantize the bare weights
+                    unet._pq_slot_rank, unet._pq_lora_id = 0, None
+                self.pipe.register_modules(unet=unet)
+                config = QuantConfig.from_setting(setting, protect=protect)
+                prompts = calibration_prompts(n=self.config.calibration_prompts)
+                quantize(self.pipe, config, calibration_prompts=prompts, num_inference_steps=self.config.calibration_steps)
                 directory.mkdir(parents=True, exist_ok=True)
-                taq.save_quantized(self.pipe, directory)
+                save_quantized(self.pipe, directory)
             return self.pipe.unet
         finally:
             self.pipe.register_modules(unet=previous)
