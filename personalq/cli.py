@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "personalq.store.cli",
     "personalq.eval.cli",
     "personalq.nano.cli",
+    "personalq.checkin.cli",
 )
 
 

@@ -106,11 +106,14 @@ class CheckIn:
         if len(ranked) == 1:
             return self._select(request, intent, ranked[0], self._why(intent))
         if self.reranker is not None:
-            choice = self.reranker.choose(request, [snap.cards[i] for i in ranked])
-            if choice in ranked:
-                result = self._select(request, intent, choice, f"chosen by {self.reranker.name} among {len(ranked)} that fit")
+            outcome = self.reranker.choose(request, [snap.cards[i] for i in ranked])
+            if outcome.checkpoint_id in ranked:
+                result = self._select(request, intent, outcome.checkpoint_id, f"chosen by {self.reranker.name} among {len(ranked)} that fit")
                 result.decided_by = "llm"
                 return result
+            result = self._clarify(intent, ranked)
+            result.reason += f" ({self.reranker.name}: {outcome.status}{', ' + outcome.detail if outcome.detail else ''})"
+            return result
         return self._clarify(intent, ranked)
 
     def _rank(self, request: str, satisfying: set[str], base: set[str]) -> list[str]:

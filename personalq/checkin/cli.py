@@ -1,0 +1,224 @@
+"""`personalq select`, `personalq chat`, `personalq bench select|checkin-generate|checkin-scale`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+NowOption = Annotated[Optional[str], typer.Option("--now", help="Reference time for 'yesterday', 'last week' (ISO-8601; default: the clock).")]
+HomeOption = Annotated[Optional[Path], typer.Option("--home", help="Data directory (default: $PERSONALQ_HOME or repo_store/).", show_default=False)]
+LlmOption = Annotated[Optional[str], typer.Option("--llm-model", help="LiteLLM model for reranking (default: $PERSONALQ_CHECKIN_LLM; none: rules only).")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _checkin(home: Path | None, k: int, llm_model: str | None):
+    import os
+
+    from personalq.checkin.checkin import CheckIn
+    from personalq.checkin.rerank import ENV_MODEL, LiteLLMReranker
+    from personalq.store import RepoStore
+
+    store = RepoStore.open(home)
+    model = llm_model or os.environ.get(ENV_MODEL)
+    return CheckIn(store, k=k, reranker=LiteLLMReranker(model) if model else None)
+
+
+def _parse_now(now: str | None):
+    from personalq.checkin.checkin import _utc
+
+    try:
+        return _utc(now)
+    except ValueError:
+        _fail(f"--now {now!r} is not an ISO-8601 date or date-time")
+
+
+def _show(result, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        return
+    if result.action == "select":
+        typer.echo(f"{result.checkpoint_id}  ({result.reason})")
+        typer.echo(f"prompt: {result.rewritten_prompt}")
+    elif result.action == "clarify":
+        typer.echo(result.question)
+        for i, option in enumerate(result.options, start=1):
+            typer.echo(f"  {i}. {option.label}")
+    else:
+        typer.echo(f"no match: {result.reason}")
+        if result.nearest:
+            typer.echo("nearest: " + ", ".join(result.nearest))
+
+
+def select(
+    request: Annotated[str, typer.Argument(help="What you want, in your words: 'the April dog model on a beach'.")],
+    now: NowOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    k: Annotated[int, typer.Option("--k", help="Retrieval depth (top-K of the fused ranking).")] = 10,
+    home: HomeOption = None,
+    llm_model: LlmOption = None,
+) -> None:
+    """Pick the checkpoint a request means, or ask which one, or say none fits."""
+    if not request.strip():
+        _fail("the request is empty")
+    when = _parse_now(now)
+    _show(_checkin(home, k, llm_model).ask(request, now=when), as_json)
+
+
+def chat(now: NowOption = None, home: HomeOption = None, llm_model: LlmOption = None) -> None:
+    """Talk to Check-in in the terminal: a request, then answers to its questions (empty line quits)."""
+    when = _parse_now(now)
+    checkin = _checkin(home, 10, llm_model)
+    conversation = None
+    while True:
+        text = typer.prompt("you", default="", show_default=False).strip()
+        if not text:
+            return
+        if conversation is not None and conversation.last is not None and conversation.last.action == "clarify":
+            result = conversation.answer(text)
+        else:
+            conversation = checkin.conversation(now=when)
+            result = conversation.ask(text)
+        _show(result, as_json=False)
+
+
+def bench_select(
+    catalog: Annotated[Path, typer.Option("--catalog", help="Catalog JSONL (docs/repo-prompts.md).")],
+    prompts: Annotated[Path, typer.Option("--prompts", help="Repo-Prompts JSONL.")],
+    now: NowOption = None,
+    method: Annotated[str, typer.Option("--method", help="random|dense|bm25|hybrid|checkin|checkin-llm|all")] = "checkin",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write one prediction per request (JSONL).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print scores as JSON.")] = False,
+    home: HomeOption = None,
+    k: Annotated[int, typer.Option("--k")] = 10,
+    llm_model: LlmOption = None,
+    threads: Annotated[int, typer.Option("--threads", help="Torch CPU threads (the latency target is for one core).")] = 1,
+) -> None:
+    """Score selection methods on a catalog + request file; prints every score of the spec and latency."""
+    import hashlib
+    import os
+    from dataclasses import asdict
+
+    import torch
+
+    from personalq.checkin.bench import METHODS, format_table, make_method, read_jsonl, run_method, score
+    from personalq.checkin.checkin import CheckIn
+    from personalq.checkin.rerank import ENV_MODEL
+    from personalq.config import personalq_home
+    from personalq.store import RepoStore
+
+    torch.set_num_threads(threads)
+    methods = list(METHODS) if method == "all" else [method]
+    if any(m not in METHODS for m in methods):
+        _fail(f"unknown method {method!r}; choose one of {', '.join(METHODS)} or all")
+    for path in (catalog, prompts):
+        if not path.is_file():
+            _fail(f"{path}: no such file")
+    try:
+        requests = read_jsonl(prompts)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        _fail(f"{prompts}: not JSONL ({error})")
+    default_now = _parse_now(now)
+    if home is None:
+        digest = hashlib.sha256(catalog.read_bytes()).hexdigest()[:12]
+        home = personalq_home() / "bench" / f"catalog-{digest}"
+    store = RepoStore.open(home)
+    report = store.load_catalog(catalog, progress=not as_json)
+    if report.refused:
+        typer.echo(f"warning: {len(report.refused)} catalog line(s) refused, e.g. {report.refused[0]}", err=True)
+    checkin = CheckIn(store, k=k)
+    triggers = {c.id: c.trigger for c in store.cards()}
+    model = llm_model or os.environ.get(ENV_MODEL)
+    rows: dict[str, dict] = {}
+    for name in methods:
+        if name == "checkin-llm" and not model:
+            if method != "all":
+                _fail(f"checkin-llm needs --llm-model or ${ENV_MODEL}")
+            continue
+        predictions = run_method(make_method(name, store, checkin, llm_model=model), requests, default_now)
+        rows[name] = score(requests, predictions, triggers)
+        if out is not None:
+            target = out if len(methods) == 1 else out.with_name(f"{out.stem}.{name}{out.suffix}")
+            with open(target, "w", encoding="utf-8") as f:
+                for p in predictions:
+                    f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+    else:
+        typer.echo(format_table(rows))
+        if method == "all" and "checkin-llm" not in rows:
+            typer.echo(f"(checkin-llm skipped: no model configured; set ${ENV_MODEL} or --llm-model)")
+
+
+def bench_generate(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Where catalog.jsonl and prompts.jsonl go.")],
+    vocabulary: Annotated[str, typer.Option("--vocabulary", help="demo (the 20 issue categories) or unseen (for generalization).")] = "demo",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    versions: Annotated[int, typer.Option("--versions", help="Versions per category.")] = 50,
+    singles: Annotated[int, typer.Option("--singles")] = 350,
+    ambiguous: Annotated[int, typer.Option("--ambiguous")] = 100,
+    no_match: Annotated[int, typer.Option("--no-match")] = 50,
+) -> None:
+    """Write a seeded Repo-Prompts catalog and request set with oracle ground truth."""
+    from personalq.checkin.repo_prompts import generate
+    from personalq.checkin.repo_prompts.vocabularies import VOCABULARIES
+
+    if vocabulary not in VOCABULARIES:
+        _fail(f"unknown vocabulary {vocabulary!r}; choose {', '.join(VOCABULARIES)}")
+    data = generate(vocabulary, seed, versions=versions, singles=singles, ambiguous=ambiguous, no_match=no_match)
+    data.write(out_dir / "catalog.jsonl", out_dir / "prompts.jsonl")
+    typer.echo(f"{len(data.catalog)} checkpoints -> {out_dir / 'catalog.jsonl'}; {len(data.requests)} requests -> {out_dir / 'prompts.jsonl'}")
+
+
+def bench_scale(
+    sizes: Annotated[str, typer.Option("--sizes", help="Comma-separated catalog sizes (metadata-only).")] = "1000,10000",
+    requests_per_size: Annotated[int, typer.Option("--requests", help="Timed requests per size.")] = 100,
+    work_dir: Annotated[Optional[Path], typer.Option("--work-dir", help="Where the generated stores go (default: $PERSONALQ_HOME/bench).")] = None,
+    threads: Annotated[int, typer.Option("--threads")] = 1,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Check-in latency p50/p95 as the catalog grows (20 categories x N/20 versions each)."""
+    import torch
+
+    from personalq.checkin.bench import make_method, run_method, score
+    from personalq.checkin.checkin import CheckIn
+    from personalq.checkin.repo_prompts import generate
+    from personalq.config import personalq_home
+    from personalq.store import RepoStore
+
+    torch.set_num_threads(threads)
+    work_dir = work_dir or personalq_home() / "bench"
+    rows = {}
+    for size in (int(s) for s in sizes.split(",")):
+        if size < 20 or size % 20:
+            _fail(f"size {size}: must be a positive multiple of 20")
+        folder = work_dir / f"scale-{size}"
+        share = requests_per_size // 5
+        data = generate("demo", seed=size, versions=size // 20, singles=requests_per_size - 2 * share, ambiguous=share, no_match=share)
+        data.write(folder / "catalog.jsonl", folder / "prompts.jsonl")
+        store = RepoStore.open(folder / "home")
+        store.load_catalog(folder / "catalog.jsonl", progress=not as_json)
+        checkin = CheckIn(store)
+        predictions = run_method(make_method("checkin", store, checkin), data.requests, None)
+        scores = score(data.requests, predictions)
+        rows[size] = {"latency_ms_p50": scores["latency_ms_p50"], "latency_ms_p95": scores["latency_ms_p95"],
+                      "decision_accuracy": scores["decision_accuracy"], "requests": len(data.requests)}
+        if not as_json:
+            typer.echo(f"{size:>7} checkpoints: p50 {rows[size]['latency_ms_p50']:.1f} ms, p95 {rows[size]['latency_ms_p95']:.1f} ms "
+                       f"(decision_accuracy {rows[size]['decision_accuracy']:.3f}, {len(data.requests)} requests)")
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    app.command("select")(select)
+    app.command("chat")(chat)
+    bench_app.command("select")(bench_select)
+    bench_app.command("checkin-generate")(bench_generate)
+    bench_app.command("checkin-scale")(bench_scale)
