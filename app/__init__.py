@@ -1,5 +1,5 @@
 """The PersonalQ web app: Gradio Blocks over `personalq.service.PersonalQService`, and nothing else."""
 
-from app.ui import build_app
+from app.ui import CSS, build_app
 
-__all__ = ["build_app"]
+__all__ = ["CSS", "build_app"]

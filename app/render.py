@@ -62,8 +62,8 @@ def option_items(reply: ChatReply) -> list:
 def progress_text(event: Progress) -> str:
     what = (event.message or "working").capitalize()
     if event.total and event.step > 0:
-        return f"⏳ {what}: step {event.step} of {event.total}"
-    return f"⏳ {what}…"
+        return f"*{what}: step {event.step} of {event.total}*"
+    return f"*{what}…*"
 
 
 def detail_markdown(card) -> str:
@@ -90,7 +90,7 @@ def detail_markdown(card) -> str:
 def timeline_markdown(card, versions) -> str:
     lines = [f"**Versions of {card.category}** (oldest first)"]
     for other in versions:
-        mark = "◆" if other.id == card.id else "◇"
+        mark = "**this one**" if other.id == card.id else ""
         version = f"v{other.version}" if other.version is not None else "v?"
-        lines.append(f"- {mark} {day(other.created_at)} · {version} · {other.id} · `{other.trigger}`")
+        lines.append(f"- {day(other.created_at)} · {version} · {other.id} · `{other.trigger}` {mark}".rstrip())
     return "\n".join(lines)

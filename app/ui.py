@@ -26,6 +26,8 @@ FORM_LABELS = {
     "kind": "Kind (lora, dreambooth, textual_inversion)",
 }
 NO_CHANGE = gr.skip
+CSS = "#chat .image-frame img { min-width: 160px; min-height: 160px; object-fit: contain; image-rendering: pixelated; }"
+"""PQ-Nano draws 64x64 images: show them large and crisp rather than as a blurry thumbnail."""
 
 
 def _assistant(content) -> dict:
@@ -33,23 +35,24 @@ def _assistant(content) -> dict:
 
 
 def _error(error: Exception) -> str:
-    return f"⚠️ {error}"
+    return f"**Sorry:** {error}"
 
 
 def build_app(service: PersonalQService) -> gr.Blocks:
     categories, styles = service.facets()
     limit_mb = service.settings.upload_limit_mb
 
-    with gr.Blocks(title="PersonalQ") as demo:
+    # Generated images pile up in Gradio's cache; drop those older than a day, checking hourly.
+    with gr.Blocks(title="PersonalQ", delete_cache=(3600, 86400)) as demo:
         gr.Markdown("## PersonalQ — your personalized checkpoints, picked by chat and served quantized")
         with gr.Tabs():
             # ------------------------------------------------------------------ chat
             with gr.Tab("Chat", id="chat"):
                 with gr.Row():
                     with gr.Column(scale=3):
-                        chatbot = gr.Chatbot(label="Check-in", height=480, elem_id="chat", buttons=["copy"],
+                        chatbot = gr.Chatbot(label="Check-in", height=560, elem_id="chat", buttons=["copy"],
                                              feedback_options=None)
-                        options = gr.Gallery(label="Choose one", visible=False, columns=4, height=200,
+                        options = gr.Gallery(label="Choose one", visible=False, columns=4, height=190, fit_columns=False,
                                              allow_preview=False, elem_id="options", object_fit="cover")
                         with gr.Row():
                             message = gr.Textbox(show_label=False, scale=5, elem_id="message", submit_btn=False,
@@ -66,7 +69,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                                            info="Changing it re-renders the last prompt")
                         taq = gr.Checkbox(True, label="TAQ: protect the trigger tokens", elem_id="taq")
                         steps = gr.Slider(1, 100, value=service.settings.steps, step=1, label="Steps", elem_id="steps")
-                        guidance = gr.Number(None, label="Guidance (blank: the model's default)", elem_id="guidance")
+                        guidance = gr.Textbox("", label="Guidance (blank: the model's default)", elem_id="guidance")
                         seed = gr.Number(0, precision=0, label="Seed", elem_id="seed")
                 generation = [setting, taq, steps, guidance, seed]
                 chat_outputs = [chatbot, options, prompt, status, message]
@@ -81,7 +84,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                     search = gr.Textbox(label="Search", placeholder="words, trigger or id", elem_id="repo-search")
                 filter_button = gr.Button("Show", elem_id="repo-filter")
                 repo_status = gr.Markdown(elem_id="repo-status")
-                gallery = gr.Gallery(label="Checkpoints", columns=6, height=420, allow_preview=False,
+                gallery = gr.Gallery(label="Checkpoints", columns=8, height=320, allow_preview=False, fit_columns=False,
                                      elem_id="repo-gallery", object_fit="cover")
                 shown_ids = gr.State([])
                 chosen_id = gr.State(None)
@@ -89,9 +92,9 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                     with gr.Column(scale=2):
                         detail = gr.Markdown(elem_id="repo-detail")
                     with gr.Column(scale=2):
-                        detail_previews = gr.Gallery(label="Previews", columns=3, height=200, allow_preview=True)
-                        timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=160,
-                                              allow_preview=False)
+                        detail_previews = gr.Gallery(label="Previews", columns=4, height=180, fit_columns=False)
+                        timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=170,
+                                              allow_preview=False, fit_columns=False)
                         timeline_text = gr.Markdown(elem_id="repo-timeline")
                         remove_button = gr.Button("Remove…", variant="stop", elem_id="repo-remove")
                         with gr.Row(visible=False) as confirm_row:
@@ -157,14 +160,13 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                     else:
                         history = history + [
                             _assistant(gr.Image(event.image, label=event.label, show_label=True, height=256)),
-                            _assistant(f"🖼️ {event.label}"),
+                            _assistant(f"Rendered: {event.label}"),
                         ]
                         yield history, NO_CHANGE(), NO_CHANGE(), "", NO_CHANGE()
             except AppError as error:
                 yield history + [_assistant(_error(error))], NO_CHANGE(), NO_CHANGE(), "", NO_CHANGE()
 
-        def converse(history, turn, *generation_values, request: gr.Request):
-            session_id = request.session_hash
+        def converse(history, turn, session_id, generation_values):
             try:
                 reply = turn(session_id)
             except AppError as error:
@@ -175,25 +177,26 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             if reply.action == "select":
                 yield from draw(history, session_id, reply.prompt, *generation_values)
 
-        def on_message(text, history, *generation_values, request: gr.Request):
+        def on_message(text, history, setting_, taq_, steps_, guidance_, seed_, request: gr.Request):
             history = (history or []) + [{"role": "user", "content": text}]
-            yield from converse(history, lambda sid: service.chat(sid, text), *generation_values, request=request)
+            yield from converse(history, lambda sid: service.chat(sid, text), request.session_hash,
+                                (setting_, taq_, steps_, guidance_, seed_))
 
-        def on_option(history, *generation_values, evt: gr.SelectData, request: gr.Request):
+        def on_option(history, setting_, taq_, steps_, guidance_, seed_, evt: gr.SelectData, request: gr.Request):
             label = evt.value.get("caption") if isinstance(evt.value, dict) else None
             history = (history or []) + [{"role": "user", "content": label or f"option {evt.index + 1}"}]
-            yield from converse(history, lambda sid: service.answer(sid, int(evt.index)), *generation_values,
-                                request=request)
+            yield from converse(history, lambda sid: service.answer(sid, int(evt.index)), request.session_hash,
+                                (setting_, taq_, steps_, guidance_, seed_))
 
-        def on_render(history, prompt_text, *generation_values, request: gr.Request):
-            yield from draw(history or [], request.session_hash, prompt_text, *generation_values)
+        def on_render(history, prompt_text, setting_, taq_, steps_, guidance_, seed_, request: gr.Request):
+            yield from draw(history or [], request.session_hash, prompt_text, setting_, taq_, steps_, guidance_, seed_)
 
-        def on_setting(history, *generation_values, request: gr.Request):
+        def on_setting(history, setting_, taq_, steps_, guidance_, seed_, request: gr.Request):
             """A new bit-width re-renders the session's last prompt, so the two images can be compared."""
             if service.session(request.session_hash).selected is None:
                 yield history, NO_CHANGE(), NO_CHANGE(), "", NO_CHANGE()
                 return
-            yield from draw(history or [], request.session_hash, None, *generation_values)
+            yield from draw(history or [], request.session_hash, None, setting_, taq_, steps_, guidance_, seed_)
 
         private = dict(api_visibility="private")
         gr.on([message.submit, send.click], on_message, [message, chatbot, *generation], chat_outputs, **private)
@@ -246,21 +249,23 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 return *[""] * len(FORM_FIELDS), ""
             try:
                 values = service.upload_form(path)
-            except AppError as error:
-                return *[NO_CHANGE()] * len(FORM_FIELDS), _error(error)
+            except AppError as error:  # clear the form: values from an earlier file would be misleading
+                return *[""] * len(FORM_FIELDS), f"**Refused:** {error}"
             return *[values[name] for name in FORM_FIELDS], "Read the file's metadata; check the form and save."
 
         def save(path, previews, *values):
             if not path:
-                return "⚠️ choose a .safetensors file first"
+                return "**Refused:** choose a .safetensors file first", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             try:
                 card = service.upload(path, dict(zip(FORM_FIELDS, values)), previews or [])
             except AppError as error:
-                return f"⚠️ Refused: {error}"
-            return f"✅ Added **{card.id}** (`{card.trigger}`); ask for it in the chat."
+                return f"**Refused:** {error}", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
+            cleared = [None, None, *[""] * len(FORM_FIELDS)]  # ready for the next checkpoint
+            return f"**Added {card.id}** (`{card.trigger}`); ask for it in the chat.", *cleared
 
         checkpoint_file.upload(prefill, [checkpoint_file], [*form_boxes, upload_status], **private)
-        save_upload.click(save, [checkpoint_file, preview_files, *form_boxes], [upload_status], **private)
+        save_upload.click(save, [checkpoint_file, preview_files, *form_boxes],
+                          [upload_status, checkpoint_file, preview_files, *form_boxes], **private)
 
         # ---------------------------------------------------------------------- settings handlers
         def store_settings(base_model_, llm_model_, budget_, upload_limit_, steps_):
@@ -269,7 +274,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                                               upload_limit_mb=upload_limit_, steps=steps_)
             except SettingsError as error:
                 return _error(error), NO_CHANGE(), NO_CHANGE()
-            return ("✅ Saved; a new base model or budget applies to the next image.", llm_key_status(saved.llm_model),
+            return ("**Saved.** A new base model or budget applies to the next image; a larger upload limit after a restart.", llm_key_status(saved.llm_model),
                     gr.File(label=f"Checkpoint (.safetensors, at most {saved.upload_limit_mb} MiB)"))
 
         save_settings.click(store_settings, [base_model, llm_model, budget, upload_limit, default_steps],

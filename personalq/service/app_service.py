@@ -222,7 +222,7 @@ class PersonalQService:
             return self._queue
 
     def generate_events(self, prompt: str, checkpoint_id: str | None, setting: str = "FP32", taq: bool = True,
-                        steps: int = 20, guidance: float | None = None, seed: int = 0,
+                        steps: int = 20, guidance: float | str | None = None, seed: int = 0,
                         client: str | None = None) -> Iterator[Progress | Rendered]:
         """Queue one image and yield its progress events, then the `Rendered` image.
 
@@ -238,6 +238,11 @@ class PersonalQService:
             raise AppError(f"unknown bit-width {setting!r}; choose one of {', '.join(self.bit_widths())}")
         if int(steps) < 1:
             raise AppError("steps must be at least 1")
+        if isinstance(guidance, str):  # a form field: blank means the model's own default
+            try:
+                guidance = float(guidance) if guidance.strip() else None
+            except ValueError:
+                raise AppError(f"guidance must be a number or blank, got {guidance!r}") from None
         request = GenerationRequest(prompt=prompt, checkpoint_id=checkpoint_id or None, setting=setting, taq=bool(taq),
                                     steps=int(steps), guidance=None if guidance is None else float(guidance),
                                     seed=int(seed), client=client)

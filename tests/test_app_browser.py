@@ -1,0 +1,175 @@
+"""`python app.py` driven in headless Chromium, the way a user clicks through it.
+
+The app runs as its own process on 127.0.0.1 against a small repository built here (tiny SD 1.5-layout
+base, real LoRA files), so every step goes through the real store, Check-in and serving code. Each step
+saves a screenshot into docs/screenshots/, which the README shows.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_app_service import TINY_STEPS, app_assets  # noqa: F401  (the shared, session-built repository)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+WAIT_MS = 120_000  # a shared 2-core machine: Check-in's first call and the first image take seconds
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(app_assets, tmp_path_factory):  # noqa: F811
+    """Start `python app.py` on a free port with a data directory that already holds the test repository."""
+    from personalq.store import RepoStore
+
+    home = tmp_path_factory.mktemp("browser-home")
+    with RepoStore.open(home) as store:
+        assert sorted(store.import_dir(app_assets["demo"]).added) == ["bear-v1", "bear-v2", "dog-v1"]
+    port = _free_port()
+    env = dict(os.environ, PERSONALQ_HOME=str(home), PERSONALQ_HOST="127.0.0.1", PORT=str(port),
+               PERSONALQ_BASE_MODEL=str(app_assets["base"]), PERSONALQ_STEPS=str(TINY_STEPS))
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"app.py did not start: {(home / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+    yield url
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+def _shot(page, name: str) -> None:
+    """A small PNG: the page at 1280 px wide, scaled to 960 and reduced to a 128-colour palette."""
+    from PIL import Image
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    image = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
+    image = image.resize((960, round(image.height * 960 / image.width)), Image.LANCZOS)
+    image.quantize(colors=128).save(SHOTS / f"{name}.png", optimize=True)
+
+
+def _textbox(page, elem_id: str):
+    return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
+
+
+def _repository_ids(page) -> list[str]:
+    page.get_by_role("tab", name="Repository").click()
+    page.click("#repo-filter")
+    page.wait_for_function("() => /\\d+ checkpoint\\(s\\)/.test(document.querySelector('#repo-status').innerText)")
+    time.sleep(0.5)  # the gallery renders right after the count
+    captions = page.locator("#repo-gallery .caption-label").all_inner_texts()
+    return sorted(c.split(" · ")[0] for c in captions)
+
+
+def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, app_assets):  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        expect.set_options(timeout=WAIT_MS)
+        page.goto(app_url)
+
+        # 1. A request that two checkpoints satisfy: the question and option cards with previews appear inline.
+        _textbox(page, "message").fill("my bear in the park")
+        page.click("#send")
+        options = page.locator("#options button.thumbnail-item")
+        expect(options).to_have_count(2)
+        expect(page.locator("#chat")).to_contain_text("Do you want")
+        expect(page.locator("#options img").first).to_be_visible()
+        _shot(page, "1-clarify")
+
+        # 2. Clicking an option card selects that checkpoint, shows its card and renders a labelled image.
+        options.filter(has_text="realistic").click()
+        expect(page.locator("#chat")).to_contain_text("bear-v2")
+        expect(_textbox(page, "prompt")).to_have_value("my <bear-v2> in the park")
+        renders = page.locator("#chat div:has(> label:has-text('MiB resident')) img")
+        expect(renders).to_have_count(1)
+        expect(page.locator("#chat")).to_contain_text("Rendered: FP32 · ")
+        expect(page.locator("#options")).to_be_hidden()
+        _shot(page, "2-selected-and-rendered")
+
+        # 3. Another bit-width re-renders the same prompt: a second image, labelled with the new setting.
+        page.locator("#bitwidth label", has_text="W8A8").click()
+        expect(renders).to_have_count(2)
+        expect(page.locator("#chat")).to_contain_text("Rendered: W8A8 + TAQ · ")
+        expect(page.locator("#chat")).to_contain_text("MiB resident")
+        _shot(page, "3-bitwidth-compare")
+
+        before = _repository_ids(page)
+        assert before == ["bear-v1", "bear-v2", "dog-v1"]
+
+        # 4. Upload a checkpoint built in the test: the form is prefilled from its header, edited, saved.
+        page.get_by_role("tab", name="Upload").click()
+        expect(page.locator("#upload-file")).to_contain_text("MiB")  # the size limit is shown
+        page.set_input_files("#upload-file input[type=file]", str(app_assets["cat"]))
+        expect(_textbox(page, "form-triggers")).to_have_value("<cat-v1>")
+        expect(_textbox(page, "form-description")).to_have_value("A black cat sitting on a windowsill, drawn as a pencil sketch.")
+        page.set_input_files("#upload-previews input[type=file]", str(app_assets["cat_preview"]))
+        expect(page.locator("#upload-previews")).to_contain_text("cat-v1.png")
+        for field, value in {"subject_types": "cat", "style_tags": "sketch", "category": "cat", "version": "1"}.items():
+            _textbox(page, f"form-{field}").fill(value)
+        page.click("#upload-save")
+        expect(page.locator("#upload-status")).to_contain_text("Added cat-v1")
+        expect(_textbox(page, "form-triggers")).to_have_value("")  # the form is cleared for the next one
+        _shot(page, "4-upload")
+
+        # 5. It is in the repository at once, with its detail view.
+        assert _repository_ids(page) == ["bear-v1", "bear-v2", "cat-v1", "dog-v1"]
+        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
+        expect(page.locator("#repo-detail")).to_contain_text("pencil sketch")
+        expect(page.locator("#repo-timeline")).to_contain_text("cat-v1")
+        _shot(page, "5-repository")
+
+        # 6. The next chat message can select it.
+        page.get_by_role("tab", name="Chat").click()
+        _textbox(page, "message").fill("a sketch of my cat")
+        page.click("#send")
+        expect(_textbox(page, "prompt")).to_have_value("a sketch of my <cat-v1>")
+        expect(renders).to_have_count(3)
+        expect(page.locator("#chat")).to_contain_text("cat-v1")
+        _shot(page, "6-uploaded-selected")
+
+        # 7. A truncated file: the store's refusal shows, and the repository is exactly as it was.
+        page.get_by_role("tab", name="Upload").click()
+        page.set_input_files("#upload-file input[type=file]", str(app_assets["broken"]))
+        expect(page.locator("#upload-status")).to_contain_text("corrupt or truncated")
+        _textbox(page, "form-id").fill("broken")
+        page.click("#upload-save")
+        expect(page.locator("#upload-status")).to_contain_text("Refused: broken.safetensors: corrupt or truncated")
+        _shot(page, "7-bad-upload-refused")
+        assert _repository_ids(page) == ["bear-v1", "bear-v2", "cat-v1", "dog-v1"]
+        browser.close()
