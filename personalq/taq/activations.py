@@ -121,6 +121,7 @@ class TAQState:
     config: QuantConfig
     quantizers: dict[str, ActivationQuantizer] = field(default_factory=dict)
     handles: list = field(default_factory=list)
+    original_processors: dict = field(default_factory=dict)
 
     def set_mode(self, mode: str) -> None:
         for quantizer in self.quantizers.values():
@@ -158,7 +159,7 @@ def install_activation_quantizers(
     `layer_inputs` adds the input quantizers of every other Linear/Conv.
     """
     remove_activation_quantizers(unet)
-    state = TAQState(config)
+    state = TAQState(config, original_processors=dict(unet.attn_processors))
     cross = cross_attention_layers(unet)
     kv_layers = {id(layer) for attn in cross.values() for proj in (attn.to_k, attn.to_v) for layer in (proj, getattr(proj, "base_layer", None)) if layer is not None}
 
@@ -187,11 +188,11 @@ def install_activation_quantizers(
 
 
 def remove_activation_quantizers(unet) -> None:
-    """Back to diffusers' default attention and unhooked layers (weights stay as they are)."""
+    """Back to the attention processors and unhooked layers the UNet had before (weights stay as they are)."""
     state = getattr(unet, "taq_state", None)
     if state is None:
         return
     for handle in state.handles:
         handle.remove()
-    unet.set_default_attn_processor()
+    unet.set_attn_processor(dict(state.original_processors))  # a copy: diffusers empties the dict it gets
     del unet.taq_state
