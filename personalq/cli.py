@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "personalq.eval.cli",
     "personalq.nano.cli",
     "personalq.checkin.cli",
+    "personalq.nano.cli",
 )
 
 

@@ -15,10 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from personalq.config import ASSETS_DIR
+from personalq.nano import JUDGE_PATH
 from personalq.nano.world import VOCAB, WorldAttributes
 
-JUDGE_PATH = ASSETS_DIR / "pq-nano-judge"
 IGNORE = -100
 """Label for an attribute the image cannot show (colour in a grey sketch): no loss, not scored."""
 

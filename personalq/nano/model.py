@@ -123,12 +123,12 @@ def save_pipeline(pipe, path: str | Path) -> Path:
     """Save in diffusers format with float16 tensors but float32 configs (see module docstring)."""
     path = Path(path)
     pipe.save_pretrained(str(path), safe_serialization=True)
-    for name in ("unet", "text_encoder"):
+    from safetensors.torch import save_file
+
+    for name in ("unet", "vae", "text_encoder"):
         module = getattr(pipe, name)
         half = {k: v.detach().to(torch.float16).contiguous() for k, v in module.state_dict().items()}
-        from safetensors.torch import save_file
-
-        target = path / name / ("diffusion_pytorch_model.safetensors" if name == "unet" else "model.safetensors")
+        target = path / name / ("model.safetensors" if name == "text_encoder" else "diffusion_pytorch_model.safetensors")
         save_file(half, str(target), metadata={"format": "pt"})
     config_path = path / "text_encoder" / "config.json"
     config = json.loads(config_path.read_text())

@@ -15,7 +15,7 @@ import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +236,7 @@ def train(
     init_from: Path = typer.Option(None, help="An earlier run's --out: continue its UNet, reuse its VAE and judge."),
     checkpoint_minutes: float = typer.Option(3.0),
     eval_n: int = typer.Option(200, help="Held-out captions to score at the end (0: skip)."),
+    images: int = typer.Option(0, help="Override the preset's dataset size (0: keep it)."),
     resume: bool = typer.Option(True, help="Continue from --work's checkpoint if there is one."),
 ):
     """Render the world, train VAE, judge and UNet, and export them under --out."""
@@ -252,6 +253,8 @@ def train(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.benchmark = True
     recipe = PRESETS["gpu" if device.startswith("cuda") else "cpu"] if preset == "auto" else PRESETS[preset]
+    if images:
+        recipe = replace(recipe, images=images)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(out, work, recipe, seed, device, minutes, text_encoder, checkpoint_minutes, out / "train_log.txt")
@@ -317,8 +320,8 @@ def train(
         ema.copy_to(unet.parameters())
         pipe = assemble_pipeline(unet.eval(), vae, trainer.text_encoder, trainer.tokenizer).to(device)
         cases = held_out_cases(eval_n)
-        images = generate(pipe, [c.caption.text for c in cases], batch_size=100)
-        report = alignment_scores(judge, images, cases)
+        samples = generate(pipe, [c.caption.text for c in cases], batch_size=100)
+        report = alignment_scores(judge, samples, cases)
         (out / "eval.json").write_text(json.dumps(report, indent=2))
         trainer.log("held-out alignment " + json.dumps({k: round(v, 4) for k, v in report.items()}))
 
