@@ -310,21 +310,21 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             api_meta, api_card = gr.JSON(label="metadata"), gr.JSON(label="card")
             api_generate, api_upload = gr.Button(), gr.Button()
 
-        def api_generate_fn(prompt_, checkpoint_id, setting_, taq_, steps_, guidance_, seed_, request: gr.Request):
+        def api_generate_fn(prompt, checkpoint_id, setting, taq, steps, guidance, seed, request: gr.Request):
             """One image for a prompt (with its trigger) and a checkpoint id; returns it and its label."""
             try:
-                drawn = service.generate(prompt_, checkpoint_id or None, setting=setting_, taq=taq_, steps=steps_,
-                                         guidance=guidance_, seed=seed_, client=request.session_hash)
+                drawn = service.generate(prompt, checkpoint_id or None, setting=setting, taq=taq, steps=steps,
+                                         guidance=guidance, seed=seed, client=request.session_hash)
             except AppError as error:
                 raise gr.Error(str(error)) from None
             return drawn.image, drawn.to_dict()
 
-        def api_upload_fn(path, previews, meta):
+        def api_upload_fn(checkpoint, previews, metadata):
             """Add a .safetensors checkpoint with optional previews and metadata (context-tuple keys)."""
-            if not path:
+            if not checkpoint:
                 raise gr.Error("send a .safetensors file")
             try:
-                card = service.upload(path, meta or {}, previews or [])
+                card = service.upload(checkpoint, metadata or {}, previews or [])
             except AppError as error:
                 raise gr.Error(str(error)) from None
             return {"id": card.id, "trigger": card.trigger, "version": card.version, "category": card.category}
