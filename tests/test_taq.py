@@ -360,3 +360,20 @@ def test_calibration_prompts_are_seeded_distinct_and_disjoint_from_held_out():
     assert all(not any(v in p for v in calib_values) for p in held)
     with pytest.raises(ValueError):
         calibration_prompts(n=0)
+
+
+def test_quantize_a_pipeline_that_already_has_adapters(float_pipe, tmp_path):
+    pipe = copy.deepcopy(float_pipe)
+    _save_lora(float_pipe, tmp_path / "a", seed=3)
+    pipe.load_lora_weights(tmp_path / "a", adapter_name="a")
+    quantize(pipe, QuantConfig(w_bits=8, a_bits=8, calibration="dynamic"))
+    to_k = pipe.unet.down_blocks[0].attentions[0].transformer_blocks[0].attn2.to_k
+    assert to_k.base_layer.weight_qtype.bits == 8 and to_k.lora_B["a"].weight.dtype == torch.float32
+    assert not any(".lora_" in name for name in pipe.unet.taq_state.quantizers)
+    inputs = dummy_unet_inputs(pipe.unet, batch=2, seed=4)
+    mask = protection_kwargs(pipe, [PROMPT])[PROTECT_KWARG]
+    with_lora = unet_call(pipe, inputs, mask)
+    pipe.disable_lora()
+    assert not torch.equal(unet_call(pipe, inputs, mask), with_lora)
+    with pytest.raises(ValueError, match="unload the LoRA"):
+        save_quantized(pipe, tmp_path / "q")

@@ -35,7 +35,7 @@ def _timed_calls(unet, inputs: dict, cross_attention_kwargs: dict, calls: int) -
     return seconds
 
 
-def benchmark_settings(settings=tuple(SETTINGS), calls: int = 1, calibration_steps: int = 2, seed: int = 0, pipe_factory=None) -> list[dict]:
+def benchmark_settings(settings=tuple(SETTINGS), calls: int = 1, calibration_steps: int = 1, seed: int = 0, pipe_factory=None) -> list[dict]:
     """One row per setting: resident bytes (UNet and its Linear/Conv layers), BOPs, seconds per UNet call."""
     if pipe_factory is None:
         from personalq.random_pipelines import sd15_pipeline_random

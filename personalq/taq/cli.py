@@ -90,7 +90,8 @@ def analyze_tokens_command(
 def bench_taq_command(
     settings: str = typer.Option(",".join(["FP32", "FP16", "W8A8", "W4A8", "W8A4", "W4A4"]), help="Comma-separated settings."),
     calls: int = typer.Option(1, help="Timed UNet calls per setting (median reported)."),
-    calibration_steps: int = typer.Option(2, help="Calibration steps (one prompt) per setting."),
+    calibration_steps: int = typer.Option(1, help="Calibration steps (one prompt, both CFG halves) per setting."),
+    threads: int = typer.Option(0, help="torch CPU threads (0 = torch's default)."),
 ):
     """SD 1.5 UNet (real config, random weights), CPU, 64x64 latents: bytes, BOPs, seconds per call."""
     import torch
@@ -102,6 +103,8 @@ def bench_taq_command(
     unknown = [s for s in names if s not in SETTINGS]
     if unknown:
         _fail(f"unknown setting(s) {', '.join(unknown)}: choose from {', '.join(SETTINGS)}")
+    if threads > 0:
+        torch.set_num_threads(threads)
     rows = benchmark_settings(names, calls=calls, calibration_steps=calibration_steps)
     typer.echo(f"SD 1.5 UNet (random weights), batch 1, 64x64 latents, {torch.get_num_threads()} CPU threads, torch {torch.__version__}")
     typer.echo(markdown_table(rows))
