@@ -124,25 +124,25 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
             used_tok.add(prev)
             modifiers.add(prev)
     content = [i for i in range(n) if i not in used_tok and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
-    cues = [j for j in content if toks[j].key in vocabulary.cue_words]
-    for j in cues:
-        tok = toks[j]
-        intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
-        modifiers.add(j)
     # Synonyms: every unknown word (or two-word phrase) proposes a term; the strongest proposal per
-    # attribute wins, so "pencil" cannot take the subject slot from "seat".
-    words = [j for j in content if j not in cues]
+    # attribute wins, so "pencil" cannot take the subject slot from "seat". A two-word phrase may
+    # hold a description word ("oil paint", "leaded glass") only when it names a style or a place.
+    cue_set = {j for j in content if toks[j].key in vocabulary.cue_words}
+    if "subject" not in found_attrs:  # "bike" of "road bike" in the subject slot names a subject, not a look
+        cue_set -= {j for j in cue_set if toks[j].key in vocabulary.subject_words and _in_subject_slot(j, toks, modifiers | cue_set)}
     proposals = []
-    for j in words:
-        hit = vocabulary.similar(toks[j].text.lower())
-        if hit:
-            proposals.append((hit[2], hit[0], hit[1], (j,)))
-    for run in _runs(words, toks, text):
+    for j in content:
+        if j not in cue_set:
+            hit = vocabulary.similar(toks[j].text.lower())
+            if hit:
+                proposals.append((hit[2], hit[0], hit[1], (j,)))
+    for run in _runs(content, toks, text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
             singles = [p[0] for p in proposals if p[3] in ((a,), (b,))]
-            if hit and hit[2] > max(singles, default=0.0):
+            if hit and hit[2] > max(singles, default=0.0) and (hit[0] != "subject" or not cue_set & {a, b}):
                 proposals.append((hit[2], hit[0], hit[1], (a, b)))
+    modifiers |= cue_set
     resolved: set[int] = set()
     for strength, attribute, key, span in sorted(proposals, key=lambda p: -p[0]):
         if attribute in found_attrs or resolved.intersection(span):
@@ -154,7 +154,10 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         resolved.update(span)
         if attribute != "subject":
             modifiers.update(span)
-    unknown = [j for j in words if j not in resolved]
+    for j in sorted(cue_set - resolved):
+        tok = toks[j]
+        intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
+    unknown = [j for j in content if j not in resolved and j not in cue_set]
 
     if not answer and "subject" not in found_attrs:
         for j in unknown:

@@ -73,6 +73,9 @@ class LiteLLMReranker:
     extra keyword arguments go to `litellm.completion` (api_base, api_key, mock_response, ...)."""
 
     def __init__(self, model: str | None = None, timeout: float = 10.0, max_candidates: int = 20, **completion_kwargs):
+        import litellm  # imported here, not inside the deadline: the first import takes seconds
+
+        self._completion = litellm.completion
         self.model = model or os.environ.get(ENV_MODEL)
         if not self.model:
             raise ValueError(f"no LLM configured: pass a LiteLLM model name or set {ENV_MODEL}")
@@ -99,8 +102,6 @@ class LiteLLMReranker:
         return self.last
 
     def _complete(self, messages: list[dict]) -> str | None:
-        import litellm
-
-        response = litellm.completion(model=self.model, messages=messages, timeout=self.timeout, temperature=0,
+        response = self._completion(model=self.model, messages=messages, timeout=self.timeout, temperature=0,
                                       **self.completion_kwargs)
         return response.choices[0].message.content

@@ -24,15 +24,15 @@ DOMAIN_WORDS = frozenset(
     "style styled styles picture pictures image images shot shots scene scenes render rendered trained training "
     "train created create made make generate use used using want need please like give show pick select "
     "mine look looking kind thing".split()
-)
+) | frozenset("near inside outside atop".split())  # place prepositions sklearn's list lacks
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS
 
 # Each attribute's terms and an unknown word are embedded inside one sentence template, which
 # separates true synonyms ("kitty", "manga") from mere neighbours ("giraffe" for horse) far better
 # than bare words do; the floors are cosine similarities under those templates.
 MEANING_TEMPLATES = {"subject": "a photo of a {}", "style": "an image in {} style", "environment": "a photo taken at the {}"}
-MEANING_FLOORS = {"subject": 0.70, "style": 0.72, "environment": 0.75}
-SPELLING_MIN_RATIO = 0.80
+MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
+SPELLING_MIN_RATIO = 0.85
 
 
 def norm(token: str) -> str:
@@ -90,6 +90,7 @@ class CatalogVocabulary:
             for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
+        self.subject_words = {part for key in self.terms["subject"] for part in key}
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
         self._term_list = [(a, k) for a in self.ATTRIBUTES for k in self.terms[a]]
         self._term_vectors: dict[str, np.ndarray] | None = None
@@ -111,13 +112,16 @@ class CatalogVocabulary:
         return found
 
     def _by_spelling(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
-        """Spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon"."""
+        """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon"."""
         if len(phrase) < 4:
             return None
         best, best_ratio = None, SPELLING_MIN_RATIO
         for attribute, key in self._term_list:
+            if attribute == "subject":  # "bike" is not "road bike": subjects go by meaning only
+                continue
             label = " ".join(key)
-            contained = any(len(part) >= 5 and part in phrase for part in key)
+            contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
+                            for part in key)
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             if contained or clipped:
                 ratio = 1.0
