@@ -3,7 +3,7 @@
 Offline by default: the data directory is $PERSONALQ_HOME (else repo_store/); an empty one is filled
 from the bundled demo repository, and images come from the shipped PQ-Nano model. Configure with
 environment variables: PERSONALQ_HOST (default 0.0.0.0, what Spaces expects), PORT or
-PERSONALQ_PORT (default 7860), PERSONALQ_BASE_MODEL, PERSONALQ_LLM_MODEL, PERSONALQ_MEMORY_BUDGET_MB,
+PERSONALQ_PORT (default 7860), PERSONALQ_BASE_MODEL, PERSONALQ_CHECKIN_LLM, PERSONALQ_MEMORY_BUDGET_MB,
 PERSONALQ_UPLOAD_LIMIT_MB, PERSONALQ_STEPS; keys for an LLM backend as LiteLLM names them.
 """
 

@@ -28,6 +28,8 @@ REPO = {
 }
 UPLOAD = dict(trigger="<cat-v1>", noun="cat", style="sketch", created="2025-05-20", version=1,
               description="A black cat sitting on a windowsill, drawn as a pencil sketch.", color="#111827")
+UPLOAD_API = dict(trigger="<horse-v1>", noun="horse", style="realistic", created="2025-06-02", version=1,
+                  description="A chestnut horse running across a meadow.", color="#9a3412")
 
 
 def save_tiny_base(directory: Path) -> Path:
@@ -87,9 +89,11 @@ def app_assets(tmp_path_factory):
     upload_dir.mkdir()
     cat = write_lora(upload_dir / "cat-v1.safetensors", "cat-v1", UPLOAD, seed=9)
     Image.new("RGB", (64, 64), UPLOAD["color"]).save(upload_dir / "cat-v1.png")
+    horse = write_lora(upload_dir / "horse-v1.safetensors", "horse-v1", UPLOAD_API, seed=10)
     broken = upload_dir / "broken.safetensors"
     broken.write_bytes(cat.read_bytes()[: cat.stat().st_size // 2])  # a truncated download
-    return {"base": base, "demo": demo, "cat": cat, "cat_preview": upload_dir / "cat-v1.png", "broken": broken}
+    return {"base": base, "demo": demo, "cat": cat, "cat_preview": upload_dir / "cat-v1.png", "horse": horse,
+            "broken": broken}
 
 
 @pytest.fixture

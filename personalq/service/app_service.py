@@ -111,7 +111,7 @@ class PersonalQService:
 
     def _checkin_now(self):
         """Check-in follows the store's revision itself, so uploads and removals show in the next message."""
-        from personalq.checkin.checkin import CheckIn  # TODO(app): the package export once it lands
+        from personalq.checkin import CheckIn
 
         if self._checkin is None:
             self._checkin = CheckIn(self.store, reranker=self._reranker())

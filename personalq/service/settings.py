@@ -17,7 +17,7 @@ SETTINGS_FILE = "settings.json"
 
 _ENV = {
     "base_model": "PERSONALQ_BASE_MODEL",
-    "llm_model": "PERSONALQ_LLM_MODEL",
+    "llm_model": "PERSONALQ_CHECKIN_LLM",  # the variable Check-in itself reads
     "memory_budget_mb": "PERSONALQ_MEMORY_BUDGET_MB",
     "upload_limit_mb": "PERSONALQ_UPLOAD_LIMIT_MB",
     "steps": "PERSONALQ_STEPS",

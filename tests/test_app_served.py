@@ -1,8 +1,9 @@
-"""`python app.py` driven in headless Chromium, the way a user clicks through it.
+"""`python app.py` served on 127.0.0.1, driven in headless Chromium and through `gradio_client`.
 
-The app runs as its own process on 127.0.0.1 against a small repository built here (tiny SD 1.5-layout
-base, real LoRA files), so every step goes through the real store, Check-in and serving code. Each step
-saves a screenshot into docs/screenshots/, which the README shows.
+The app runs as its own process against a small repository built here (tiny SD 1.5-layout base, real
+LoRA files), so every step goes through the real store, Check-in and serving code. Both tests share the
+one server (starting it and quantizing the tiny UNet are the slow parts) and each leaves the other's
+checkpoints alone. The browser test saves a screenshot per step into docs/screenshots/ for the README.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from test_app_service import TINY_STEPS, app_assets  # noqa: F401  (the shared, session-built repository)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "docs" / "screenshots"
@@ -93,6 +94,7 @@ def _repository_ids(page) -> list[str]:
     return sorted(c.split(" · ")[0] for c in captions)
 
 
+@pytest.mark.browser
 def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, app_assets):  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 
@@ -130,7 +132,7 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         _shot(page, "3-bitwidth-compare")
 
         before = _repository_ids(page)
-        assert before == ["bear-v1", "bear-v2", "dog-v1"]
+        assert {"bear-v1", "bear-v2", "dog-v1"} <= set(before) and "cat-v1" not in before
 
         # 4. Upload a checkpoint built in the test: the form is prefilled from its header, edited, saved.
         page.get_by_role("tab", name="Upload").click()
@@ -148,7 +150,8 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         _shot(page, "4-upload")
 
         # 5. It is in the repository at once, with its detail view.
-        assert _repository_ids(page) == ["bear-v1", "bear-v2", "cat-v1", "dog-v1"]
+        with_cat = _repository_ids(page)
+        assert with_cat == sorted([*before, "cat-v1"])
         page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
         expect(page.locator("#repo-detail")).to_contain_text("pencil sketch")
         expect(page.locator("#repo-timeline")).to_contain_text("cat-v1")
@@ -171,5 +174,61 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         page.click("#upload-save")
         expect(page.locator("#upload-status")).to_contain_text("Refused: broken.safetensors: corrupt or truncated")
         _shot(page, "7-bad-upload-refused")
-        assert _repository_ids(page) == ["bear-v1", "bear-v2", "cat-v1", "dog-v1"]
+        assert _repository_ids(page) == with_cat
+
+        # 8. Removing asks first; "Keep it" keeps it, "Yes, remove it" removes it.
+        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
+        page.click("#repo-remove")
+        expect(page.locator("#repo-cancel")).to_be_visible()
+        page.click("#repo-cancel")
+        expect(page.locator("#repo-confirm")).to_be_hidden()
+        assert _repository_ids(page) == with_cat
+        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
+        page.click("#repo-remove")
+        page.click("#repo-confirm")
+        expect(page.locator("#repo-status")).to_contain_text("Removed cat-v1.")
+        assert _repository_ids(page) == before
         browser.close()
+
+
+def test_each_named_endpoint_through_gradio_client(app_url, app_assets):  # noqa: F811
+    """The endpoints API scripts use: select, answer, generate, upload; each client is its own session."""
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+    from PIL import Image
+
+    client = Client(app_url, verbose=False)
+    api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert {"/select", "/answer", "/generate", "/upload"} <= set(api)
+
+    asked = client.predict("my bear in the park", api_name="/select")
+    assert asked["action"] == "clarify" and len(asked["options"]) == 2
+    assert "bear-v" not in asked["message"]
+
+    # Another client is another session: it has no open question to answer.
+    with pytest.raises(AppError, match="no open question"):
+        Client(app_url, verbose=False).predict(option=0, api_name="/answer")
+
+    realistic = next(i for i, o in enumerate(asked["options"]) if o["checkpoint_ids"] == ["bear-v2"])
+    chosen = client.predict(option=realistic, api_name="/answer")
+    assert (chosen["action"], chosen["checkpoint_id"], chosen["prompt"]) == ("select", "bear-v2", "my <bear-v2> in the park")
+
+    image_path, info = client.predict(prompt=chosen["prompt"], checkpoint_id="bear-v2", setting="W8A8", taq=True,
+                                      steps=TINY_STEPS, guidance=None, seed=3, api_name="/generate")
+    assert Image.open(image_path).size == (32, 32)
+    assert info["setting"] == "W8A8" and info["checkpoint_id"] == "bear-v2" and info["seed"] == 3
+    assert info["label"].startswith("W8A8 + TAQ · ") and info["resident_bytes"] > 0
+
+    card = client.predict(checkpoint=handle_file(str(app_assets["horse"])), previews=[],
+                          metadata={"subject_types": "horse", "category": "horse", "style_tags": "realistic"},
+                          api_name="/upload")
+    assert card == {"id": "horse-v1", "trigger": "<horse-v1>", "version": None, "category": "horse"}
+    assert client.predict("my horse", api_name="/select")["checkpoint_id"] == "horse-v1"
+
+    with pytest.raises(AppError, match="corrupt or truncated"):
+        client.predict(checkpoint=handle_file(str(app_assets["broken"])), previews=[], metadata={"id": "broken"},
+                       api_name="/upload")
+    with pytest.raises(AppError, match="unknown bit-width"):
+        client.predict(prompt="a <horse-v1>", checkpoint_id="horse-v1", setting="W3A3", taq=True, steps=1, guidance=None,
+                       seed=0, api_name="/generate")
+    assert client.predict("my bear at the beach", api_name="/select")["action"] == "no_match"
