@@ -1,0 +1,150 @@
+"""`personalq bench quality`, `personalq bench tokens` and `personalq bench e2e`: thin shells over personalq.eval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _load_model(model: str):
+    """`pq-nano` (the shipped model) or a local diffusers Stable Diffusion folder, offline; plus its guidance."""
+    if model == "pq-nano":
+        from personalq.nano import DEFAULT_GUIDANCE, load_pipeline
+
+        return load_pipeline(), DEFAULT_GUIDANCE
+    if not (Path(model) / "model_index.json").is_file():
+        _fail(f"{model} is neither 'pq-nano' nor a diffusers pipeline folder (no model_index.json)")
+    from diffusers import StableDiffusionPipeline
+
+    pipe = StableDiffusionPipeline.from_pretrained(model, local_files_only=True, safety_checker=None, requires_safety_checker=False)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe, 7.5
+
+
+def _load_judge(path: Optional[Path]):
+    from personalq.nano.judge import Judge
+
+    try:
+        return Judge.load(path) if path else Judge.load()
+    except FileNotFoundError as error:
+        _fail(str(error))
+
+
+def _concepts(concepts_file: Optional[Path], count: int):
+    from personalq.eval.quality_bench import DEMO_CONCEPTS, load_concepts
+
+    path = concepts_file or DEMO_CONCEPTS
+    try:
+        found = load_concepts(path)
+    except ValueError as error:
+        hint = "" if concepts_file else " (the demo repository is not built yet: pass --concepts FILE)"
+        _fail(f"{error}{hint}")
+    return found[:count]
+
+
+def bench_quality_command(
+    quick: bool = typer.Option(False, "--quick", help="Small size (3 settings, 2 concepts, 10 steps): a few minutes on CPU."),
+    model: str = typer.Option("pq-nano", "--model", help="'pq-nano' or a diffusers Stable Diffusion folder."),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="Trigger prompt templates, one per line with {trigger} (and {class_noun})."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="Seeds per prompt (default: 2 quick, 3 full)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Denoising (and calibration) steps (default: 10 quick, 20 full)."),
+    settings: Optional[str] = typer.Option(None, "--settings", help="Comma-separated settings, e.g. FP32,W8A8,W4A4 (default: the size's)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for cells/, results.json, report.md, grid.png."),
+    concepts: Optional[Path] = typer.Option(None, "--concepts", help="JSON list of {name, trigger, class_noun, lora, looks}; default: the demo repository."),
+    judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+):
+    """Trigger fidelity, alignment, FD-EffNet, bytes, BOPs and speed of FP vs plain PTQ vs start-token vs TAQ."""
+    import dataclasses
+    import time
+
+    import torch
+
+    from personalq.config import personalq_home
+    from personalq.eval.quality_bench import DEFAULT, FP_SETTINGS, QUICK, BenchRun, JudgeScorer, bench_prompts, cells_for, write_report
+    from personalq.taq.config import SETTINGS
+
+    torch.set_num_threads(threads)
+    size = QUICK if quick else DEFAULT
+    for name, value in (("seeds", seeds), ("steps", steps)):
+        if value is not None:
+            if value < 1:
+                _fail(f"--{name} {value}: need at least 1")
+            size = dataclasses.replace(size, **{name: value})
+    if settings is not None:
+        names = tuple(s.strip().upper() for s in settings.split(",") if s.strip())
+        unknown = [s for s in names if s not in SETTINGS]
+        if not names or unknown:
+            _fail(f"--settings {settings}: choose from {', '.join(SETTINGS)}")
+        quantized = [s for s in names if s not in FP_SETTINGS]
+        ablation = size.ablation_setting if size.ablation_setting in names else (quantized[-1] if quantized else None)
+        if ablation is None:
+            _fail(f"--settings {settings}: name at least one quantized setting")
+        size = dataclasses.replace(size, settings=names, ablation_setting=ablation)
+    if prompts is not None and not prompts.is_file():
+        _fail(f"--prompts {prompts}: no such file")
+    concept_list = _concepts(concepts, size.concepts)
+    try:
+        prompt_list = bench_prompts(concept_list, size, prompts)
+    except ValueError as error:
+        _fail(str(error))
+    scorer = JudgeScorer(_load_judge(judge))
+    pipe, guidance = _load_model(model)
+    out = out or personalq_home() / "bench" / ("quality-quick" if quick else "quality")
+    out.mkdir(parents=True, exist_ok=True)
+    run = BenchRun(pipe, concept_list, prompt_list, scorer, size, out, guidance=guidance, model_id=str(model),
+                   log=lambda line: typer.echo(line, err=True))
+    t0 = time.perf_counter()
+    rows = run.run(cells_for(size))
+    paths = write_report(run, rows)
+    typer.echo(f"{model}: {len(concept_list)} concepts, {len(prompt_list)} images per cell, {size.steps} steps, "
+               f"{torch.get_num_threads()} CPU thread(s), {time.perf_counter() - t0:.0f} s")
+    typer.echo(paths[1].read_text())
+    for path in paths:
+        typer.echo(str(path))
+
+
+def bench_tokens_command(
+    concepts: Optional[Path] = typer.Option(None, "--concepts", help="JSON list of {name, trigger, class_noun, lora, looks}; default: the demo repository."),
+    count: int = typer.Option(4, "--count", help="How many of the concepts to analyze."),
+    model: str = typer.Option("pq-nano", "--model", help="'pq-nano' or a diffusers Stable Diffusion folder."),
+    bits: int = typer.Option(4, "--bits", help="Bits of the one token's K/V rows (2..8)."),
+    seeds: int = typer.Option(2, "--seeds", help="Seeds per concept."),
+    steps: int = typer.Option(10, "--steps", help="Denoising steps per image."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for tokens.csv, summary.md, mse.png, drift.png."),
+    judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+):
+    """Per-token sensitivity at BITS over personal checkpoints: trigger span vs other tokens, MSE and judge drift."""
+    import torch
+
+    from personalq.config import personalq_home
+    from personalq.eval.token_sensitivity_bench import token_sensitivity
+    from personalq.taq.analyze import write_report
+
+    torch.set_num_threads(threads)
+    if not 2 <= bits <= 8:
+        _fail(f"--bits {bits}: choose 2..8")
+    if seeds < 1 or count < 1:
+        _fail("--seeds and --count need at least 1")
+    concept_list = _concepts(concepts, count)
+    scorer_judge = _load_judge(judge)
+    pipe, guidance = _load_model(model)
+    records = token_sensitivity(pipe, concept_list, scorer_judge, bits=bits, seeds=range(seeds), steps=steps, guidance=guidance)
+    out = out or personalq_home() / "bench" / "tokens"
+    paths = write_report(records, out, bits)
+    typer.echo(paths[1].read_text())
+    for path in paths:
+        typer.echo(str(path))
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    bench_app.command("quality")(bench_quality_command)
+    bench_app.command("tokens")(bench_tokens_command)
