@@ -226,3 +226,25 @@ def test_bench_serve_reports_both_servers(tmp_path):
     assert [r.server.split()[0] for r in results] == ["PersonalQ", "naive"]
     for r in results:
         assert r.requests == 6 and r.p95_s >= r.p50_s > 0 and r.peak_resident_bytes > 0 and r.switch_mean_s > 0
+
+
+def test_quantized_variant_is_made_once_saved_and_reused(store, lora_files, tmp_path, monkeypatch):
+    config = dict(quantized_dir=tmp_path / "quantized", calibration_prompts=4, calibration_steps=2)
+    prompt = PROMPT.format(t=lora_files[0][1])
+    manager = manager_for(store, **config)
+    request = GenerationRequest(prompt, checkpoint_id="l0", setting="W8A8", steps=2, seed=4)
+    result = manager.generate(request)
+    assert result.setting == "W8A8" and result.protected_triggers == [lora_files[0][1]]
+    assert (tmp_path / "quantized" / "W8A8-trigger" / "taq.json").exists()
+    kinds = {name: kind for name, kind, _ in manager.resident()}
+    assert kinds["quantized:base:W8A8:trigger"] == "quantized"
+    sizes = {name: size for name, _, size in manager.resident()}
+    assert sizes["quantized:base:W8A8:trigger"] < sizes["base"], "int8 weights must take fewer real bytes"
+    plain = np.asarray(manager.generate(GenerationRequest(prompt, setting="W8A8", steps=2, seed=4)).image, dtype=np.int16)
+    assert np.abs(np.asarray(result.image, dtype=np.int16) - plain).max() > 0, "the LoRA must act on the quantized UNet"
+
+    import personalq.taq.pipeline
+
+    monkeypatch.setattr(personalq.taq.pipeline, "quantize", lambda *a, **k: pytest.fail("a saved variant must not be recalibrated"))
+    again = manager_for(store, **config).generate(request)
+    assert np.array_equal(np.asarray(again.image), np.asarray(result.image))

@@ -56,15 +56,15 @@ def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | 
     path = Path(spec).expanduser()
     try:
         if path.is_dir():
-            pipe = DiffusionPipeline.from_pretrained(str(path), torch_dtype=dtype)
+            pipe = DiffusionPipeline.from_pretrained(str(path), dtype=dtype)
         elif path.is_file():
             if path.suffix not in SINGLE_FILE_SUFFIXES:
                 raise ServingError(f"{path.name}: a single-file base model must be {' or '.join(SINGLE_FILE_SUFFIXES)}")
             cls = StableDiffusionXLPipeline if _is_sdxl_single_file(path) else StableDiffusionPipeline
             kwargs = {"config": str(single_file_config)} if single_file_config else {}
-            pipe = cls.from_single_file(str(path), torch_dtype=dtype, **kwargs)
+            pipe = cls.from_single_file(str(path), dtype=dtype, **kwargs)
         else:
-            pipe = DiffusionPipeline.from_pretrained(spec, torch_dtype=dtype)
+            pipe = DiffusionPipeline.from_pretrained(spec, dtype=dtype)
     except ServingError:
         raise
     except Exception as error:  # diffusers raises many types; the user needs the one line

@@ -28,6 +28,30 @@ class LoraPayload:
     metadata: dict | None
     rank: int
     trigger_embeddings: dict[str, torch.Tensor] = field(default_factory=dict)
+    peft_state_dict: dict[str, torch.Tensor] | None = None
+    lora_config: Any = None
+
+    def prepare_hotswap(self, adapter_name: str) -> bool:
+        """Convert once to peft's keys and config so each later swap is a plain tensor copy.
+
+        Needs the rank/alpha/targets header that personalized LoRAs carry (diffusers'
+        `lora_adapter_metadata`); without it diffusers' slower loader must infer them per load.
+        """
+        if self.peft_state_dict is not None:
+            return True
+        header = {k.removeprefix(UNET_KEY_PREFIX): v for k, v in (self.metadata or {}).items() if k.startswith(UNET_KEY_PREFIX)}
+        if not {"r", "lora_alpha", "target_modules"} <= set(header):
+            return False
+        from diffusers.utils import convert_unet_state_dict_to_peft
+        from peft import LoraConfig
+
+        peft_keys = convert_unet_state_dict_to_peft({k.removeprefix(UNET_KEY_PREFIX): v for k, v in self.unet_state_dict.items()})
+        self.peft_state_dict = {
+            (k[: -len(".weight")] + f".{adapter_name}.weight" if k.endswith(("lora_A.weight", "lora_B.weight")) else k): v
+            for k, v in peft_keys.items()
+        }
+        self.lora_config = LoraConfig(**{k: header[k] for k in ("r", "lora_alpha", "target_modules")})
+        return True
 
 
 @dataclass
@@ -109,7 +133,7 @@ def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> Dream
         if any(key.startswith("model.diffusion_model.") for key in state):
             if single_file_config is None:
                 raise ServingError(f"checkpoint {card.id}: an original-layout checkpoint needs `single_file_config` (a local diffusers folder of this base)")
-            full = type(pipe).from_single_file(str(path), config=str(single_file_config), torch_dtype=dtype)
+            full = type(pipe).from_single_file(str(path), config=str(single_file_config), dtype=dtype)
             components = {n: getattr(full, n) for n in ("unet", "text_encoder", "text_encoder_2") if n in names}
         else:
             parts: dict[str, dict[str, torch.Tensor]] = {}
@@ -136,7 +160,7 @@ def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> Dream
             if name.startswith("tokenizer"):
                 components[name] = cls.from_pretrained(str(folder))
             elif name == "unet":
-                components[name] = cls.from_pretrained(str(folder), torch_dtype=dtype)
+                components[name] = cls.from_pretrained(str(folder), dtype=dtype)
             else:
                 components[name] = cls.from_pretrained(str(folder), dtype=dtype)
     for module in components.values():

@@ -97,6 +97,16 @@ class PipelineManager:
             self._store = RepoStore.open(personalq_home())
         return self._store
 
+    def default_guidance(self) -> float:
+        """No guidance for SDXL-Turbo (distilled for it), PQ-Nano's own default, else SD's 7.5."""
+        if "turbo" in str(self.config.base_model).lower():
+            return 0.0
+        if self.family == "pq-nano":
+            from personalq.nano import DEFAULT_GUIDANCE
+
+            return DEFAULT_GUIDANCE
+        return 7.5
+
     def resident(self) -> list[tuple[str, str, int]]:
         """What is resident now, least recently used first: (name, kind, real bytes)."""
         return self.cache.entries()
@@ -213,8 +223,9 @@ class PipelineManager:
         if isinstance(payload, LoraPayload):
             self._attach_lora(unet_name, unet, payload)
             triggers = self._load_tokens(payload.trigger_embeddings)
-        elif getattr(unet, "peft_config", None):
+        elif getattr(unet, "_pq_adapters_on", False):
             unet.disable_adapters()
+            unet._pq_adapters_on = False
         if isinstance(payload, TextualInversionPayload):
             triggers = self._load_tokens({card.trigger: payload.embeddings["text_encoder"]}, payload.embeddings.get("text_encoder_2"))
         elif isinstance(payload, DreamBoothPayload):
@@ -224,34 +235,52 @@ class PipelineManager:
 
     def _attach_lora(self, unet_name: str, unet, payload: LoraPayload) -> None:
         """Hot-swap the LoRA into the UNet's adapter slot; make the slot on first use or when the rank outgrows it."""
+        if getattr(unet, "_pq_lora_id", None) != payload.checkpoint_id:
+            slot_rank = getattr(unet, "_pq_slot_rank", 0)
+            unet._pq_lora_id = None  # a swap that fails halfway leaves the slot holding no known LoRA
+            swapped = False
+            if getattr(unet, "peft_config", None) and payload.rank <= slot_rank:
+                swapped = self._hotswap(unet, payload)
+            if not swapped:
+                self._new_slot(unet_name, unet, payload, max(payload.rank, MIN_SLOT_RANK, slot_rank))
+            unet._pq_lora_id = payload.checkpoint_id
+        if not getattr(unet, "_pq_adapters_on", False):
+            unet.enable_adapters()
+            unet._pq_adapters_on = True
+
+    def _hotswap(self, unet, payload: LoraPayload) -> bool:
+        """Copy the LoRA into the existing slot (peft's hot-swap); False when the slot cannot take it."""
+        try:
+            if payload.prepare_hotswap(LORA_ADAPTER):
+                from peft.utils.hotswap import hotswap_adapter_from_state_dict
+
+                hotswap_adapter_from_state_dict(unet, payload.peft_state_dict, LORA_ADAPTER, config=payload.lora_config)
+            else:
+                self._lora_loader()(dict(payload.unet_state_dict), payload.network_alphas, unet, adapter_name=LORA_ADAPTER,
+                                    _pipeline=self.pipe, metadata=payload.metadata, hotswap=True)
+            return True
+        except (ValueError, RuntimeError, KeyError) as error:  # e.g. it targets other modules than the slot's LoRA
+            logger.info("hot-swap of %s refused (%s); making a new slot", payload.checkpoint_id, error)
+            return False
+
+    def _new_slot(self, unet_name: str, unet, payload: LoraPayload, rank: int) -> None:
+        """Load the LoRA as the UNet's one adapter, padded to `rank` so later LoRAs hot-swap into it."""
+        if getattr(unet, "peft_config", None):
+            unet.unload_lora()
+        unet.enable_lora_hotswap(target_rank=rank)
+        self._lora_loader()(dict(payload.unet_state_dict), payload.network_alphas, unet, adapter_name=LORA_ADAPTER,
+                            _pipeline=self.pipe, metadata=payload.metadata, hotswap=False)
+        unet._pq_slot_rank = rank
+        unet._pq_adapters_on = True
+        try:
+            self.cache.remeasure(unet_name)
+        except MemoryError as error:
+            raise ServingError(f"the adapter slot of {unet_name} does not fit: {error}") from None
+
+    def _lora_loader(self):
         from diffusers import StableDiffusionPipeline
 
-        if getattr(unet, "_pq_lora_id", None) == payload.checkpoint_id:
-            unet.enable_adapters()
-            return
-        slot_rank = getattr(unet, "_pq_slot_rank", 0)
-        hotswap = bool(getattr(unet, "peft_config", None)) and payload.rank <= slot_rank
-        load = type(self.pipe).load_lora_into_unet if hasattr(type(self.pipe), "load_lora_into_unet") else StableDiffusionPipeline.load_lora_into_unet
-        kwargs = dict(network_alphas=payload.network_alphas, unet=unet, adapter_name=LORA_ADAPTER, _pipeline=self.pipe, metadata=payload.metadata)
-        if hotswap:
-            try:
-                load(dict(payload.unet_state_dict), hotswap=True, **kwargs)
-            except (ValueError, RuntimeError) as error:  # e.g. it targets other modules than the slot's LoRA
-                logger.info("hot-swap of %s refused (%s); making a new slot", payload.checkpoint_id, error)
-                hotswap = False
-        if not hotswap:
-            if getattr(unet, "peft_config", None):
-                unet.unload_lora()
-            rank = max(payload.rank, MIN_SLOT_RANK, slot_rank)
-            unet.enable_lora_hotswap(target_rank=rank)
-            load(dict(payload.unet_state_dict), hotswap=False, **kwargs)
-            unet._pq_slot_rank = rank
-            try:
-                self.cache.remeasure(unet_name)
-            except MemoryError as error:
-                raise ServingError(f"the adapter slot of {unet_name} does not fit: {error}") from None
-        unet.enable_adapters()
-        unet._pq_lora_id = payload.checkpoint_id
+        return getattr(type(self.pipe), "load_lora_into_unet", StableDiffusionPipeline.load_lora_into_unet)
 
     def _load_tokens(self, embeddings: dict[str, torch.Tensor], embeddings_2: torch.Tensor | None = None) -> list[str]:
         """Add trigger tokens with their embeddings; remember exactly which tokens to remove at detach."""
@@ -287,8 +316,9 @@ class PipelineManager:
             logger.warning("could not unload trigger tokens: %s", error)
             self._loaded_tokens.clear()
         self.pipe.register_modules(**self._base)
-        if getattr(self._base["unet"], "peft_config", None):
+        if getattr(self._base["unet"], "_pq_adapters_on", False):
             self._base["unet"].disable_adapters()
+            self._base["unet"]._pq_adapters_on = False
         self._attached = None
 
     def _forget(self, entry: ResidentEntry) -> None:
@@ -341,7 +371,7 @@ class PipelineManager:
                 unet = copy.deepcopy(source_unet)
                 if getattr(unet, "peft_config", None):
                     unet.unload_lora()  # the copy carries the source's adapter slot; quantize the bare weights
-                    unet._pq_slot_rank, unet._pq_lora_id = 0, None
+                    unet._pq_slot_rank, unet._pq_lora_id, unet._pq_adapters_on = 0, None, False
                 self.pipe.register_modules(unet=unet)
                 config = QuantConfig.from_setting(setting, protect=protect)
                 prompts = calibration_prompts(n=self.config.calibration_prompts)
@@ -355,9 +385,7 @@ class PipelineManager:
     # ---- denoising ------------------------------------------------------------------------------
 
     def _run(self, request: GenerationRequest, card, triggers: list[str], protect: bool, progress, cancel) -> tuple[Any, list[str]]:
-        guidance = request.guidance
-        if guidance is None:
-            guidance = 0.0 if "turbo" in str(self.config.base_model).lower() else 7.5
+        guidance = self.default_guidance() if request.guidance is None else request.guidance
         kwargs: dict[str, Any] = dict(
             prompt=request.prompt,
             negative_prompt=request.negative_prompt,
