@@ -103,11 +103,16 @@ def test_quantize_command_saves_a_model_that_loads(model_dir, tmp_path):
 
 
 def test_benchmark_rows_and_table_on_the_tiny_pipeline():
-    rows = benchmark_settings(["FP32", "W8A8", "W4A4"], calls=1, calibration_steps=1, pipe_factory=tiny_sd15_pipeline)
+    seen = []
+    rows = benchmark_settings(["FP32", "FP16", "W8A8", "W4A4"], calls=1, calibration_steps=1, pipe_factory=tiny_sd15_pipeline, on_row=lambda r: seen.append(len(r)))
+    assert seen == [1, 2, 3, 4]
     by_name = {r["setting"]: r for r in rows}
-    assert by_name["FP32"]["layer_bytes"] / by_name["W8A8"]["layer_bytes"] >= 3.5
-    assert by_name["FP32"]["layer_bytes"] / by_name["W4A4"]["layer_bytes"] >= 6
-    assert by_name["FP32"]["bops"] > by_name["W8A8"]["bops"] > by_name["W4A4"]["bops"]
-    assert all(r["seconds"] > 0 for r in rows)
+    fp32, fp16 = by_name["FP32"], by_name["FP16"]
+    assert fp32["layer_bytes"] == 2 * fp16["layer_bytes"]
+    assert fp32["layer_bytes"] / by_name["W8A8"]["layer_bytes"] >= 3.5
+    assert fp32["layer_bytes"] / by_name["W4A4"]["layer_bytes"] >= 6
+    assert fp32["bops"] == 4 * fp16["bops"] and fp16["seconds"] is None  # CPU: sized, not timed
+    assert fp32["bops"] > by_name["W8A8"]["bops"] > by_name["W4A4"]["bops"]
+    assert all(r["seconds"] > 0 for r in rows if r is not fp16)
     table = markdown_table(rows)
-    assert table.count("\n") == 4 and "| W4A4 |" in table and "| FP32 |" in table
+    assert table.count("\n") == 5 and "| W4A4 |" in table and "not timed" in table

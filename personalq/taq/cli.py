@@ -105,9 +105,8 @@ def bench_taq_command(
         _fail(f"unknown setting(s) {', '.join(unknown)}: choose from {', '.join(SETTINGS)}")
     if threads > 0:
         torch.set_num_threads(threads)
-    rows = benchmark_settings(names, calls=calls, calibration_steps=calibration_steps)
     typer.echo(f"SD 1.5 UNet (random weights), batch 1, 64x64 latents, {torch.get_num_threads()} CPU threads, torch {torch.__version__}")
-    typer.echo(markdown_table(rows))
+    benchmark_settings(names, calls=calls, calibration_steps=calibration_steps, on_row=lambda rows: typer.echo(markdown_table(rows) + "\n"))
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
