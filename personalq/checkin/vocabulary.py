@@ -32,6 +32,8 @@ STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS
 # than bare words do; the floors are cosine similarities under those templates.
 MEANING_TEMPLATES = {"subject": "a photo of a {}", "style": "an image in {} style", "environment": "a photo taken at the {}"}
 MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
+# The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
+BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
 
 
@@ -94,6 +96,7 @@ class CatalogVocabulary:
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
         self._term_list = [(a, k) for a in self.ATTRIBUTES for k in self.terms[a]]
         self._term_vectors: dict[str, np.ndarray] | None = None
+        self._bare_vectors: dict[str, np.ndarray] = {}
         self._word_cache: dict[str, tuple[str, tuple[str, ...], float] | None] = {}
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -141,14 +144,16 @@ class CatalogVocabulary:
                 a: self.embedder.embed([MEANING_TEMPLATES[a].format(self.labels[(a, k)]) for k in self.terms[a]])
                 for a in self.ATTRIBUTES if self.terms[a]
             }
-        queries = self.embedder.embed([MEANING_TEMPLATES[a].format(phrase) for a in self._term_vectors])
+            self._bare_vectors = {a: self.embedder.embed([self.labels[(a, k)] for k in self.terms[a]]) for a in self._term_vectors}
+        vectors = self.embedder.embed([phrase, *(MEANING_TEMPLATES[a].format(phrase) for a in self._term_vectors)])
+        bare, queries = vectors[0], vectors[1:]
         best, best_margin = None, 0.0
         for (attribute, vectors), query in zip(self._term_vectors.items(), queries):
             scores = vectors @ query
             keys = list(self.terms[attribute])
             top = int(np.argmax(scores))
             margin = float(scores[top]) - MEANING_FLOORS[attribute]
-            if margin < best_margin:
+            if margin < best_margin or float(self._bare_vectors[attribute][top] @ bare) < BARE_MEANING_FLOOR:
                 continue
             key = keys[top]
             if attribute == "subject" and key not in self.categories:
