@@ -456,9 +456,11 @@ def test_search_list_update_and_use(store):
                           description="Anime night city with neon signs and rain.", environment=["street"],
                           created_at="2024-12-24", category="city", version=None))
     assert store.dense_search("a dog playing by the sea", 1)[0][0] == "dog-v1"
-    assert [i for i, _ in store.dense_search("teddy bear", 5, ids=["dog-v1", "city"])] != [] and all(
-        i in {"dog-v1", "city"} for i, _ in store.dense_search("teddy bear", 5, ids=["dog-v1", "city"])
-    )
+    everything = dict(store.dense_search("teddy bear", 10))
+    pooled = store.dense_search("teddy bear", 5, ids=["dog-v1", "city", "not-in-store"])
+    assert sorted(i for i, _ in pooled) == ["city", "dog-v1"]  # every allowed id, nothing else
+    assert [i for i, _ in pooled] == sorted(["city", "dog-v1"], key=lambda i: -everything[i])
+    assert all(score == pytest.approx(everything[i], abs=1e-5) for i, score in pooled)
     assert store.dense_search("anything", 3, ids=[]) == []
     assert store.sparse_search("anime city winter", 3)[0][0] == "city"
     assert [i for i, _ in store.sparse_search("forest", 3)] == ["bear-v4"]

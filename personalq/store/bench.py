@@ -101,7 +101,8 @@ def run_store_bench(sizes: list[int], as_json: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="pq-bench-store-") as tmp:
         for size in sizes:
             rows.append(bench_size(size, Path(tmp)))
-    machine = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())  # shared machines: say how busy it was
+    machine = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}, load average {load}"
     if as_json:
         print(json.dumps({"machine": machine, "results": rows}, indent=1))
         return rows

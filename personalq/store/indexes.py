@@ -21,6 +21,7 @@ import numpy as np
 from personalq.store.card import CheckpointCard, tokenize
 
 COLLECTION_NAME = "descriptions"
+_PAGE = 5000  # ids per Chroma call; larger id lists overflow SQLite's variable limit inside chromadb
 
 
 class DenseIndex:
@@ -74,12 +75,17 @@ class DenseIndex:
         self._client = self._collection = None
 
     def entries(self) -> dict[str, tuple[str, str]]:
-        """id -> (embedder name, text hash) for every stored vector."""
-        got = self._collection.get(include=["metadatas"])
-        return {
-            id_: ((meta or {}).get("embedder", ""), (meta or {}).get("text_sha256", ""))
-            for id_, meta in zip(got["ids"], got["metadatas"], strict=True)
-        }
+        """id -> (embedder name, text hash) for every stored vector.
+
+        Paged: chromadb 1.5 fails with "too many SQL variables" when one `get` spans ~100k entries.
+        """
+        found: dict[str, tuple[str, str]] = {}
+        while True:
+            got = self._collection.get(include=["metadatas"], limit=_PAGE, offset=len(found))
+            for id_, meta in zip(got["ids"], got["metadatas"], strict=True):
+                found[id_] = ((meta or {}).get("embedder", ""), (meta or {}).get("text_sha256", ""))
+            if len(got["ids"]) < _PAGE:
+                return found
 
     def dimension(self) -> int | None:
         got = self._collection.get(limit=1, include=["embeddings"])
@@ -97,8 +103,8 @@ class DenseIndex:
             )
 
     def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._collection.delete(ids=list(ids))
+        for start in range(0, len(ids), _PAGE):
+            self._collection.delete(ids=list(ids[start : start + _PAGE]))
 
     def clear(self) -> None:
         self._client.delete_collection(COLLECTION_NAME)
@@ -115,13 +121,31 @@ class DenseIndex:
         size = self.count() if allowed is None else len(allowed)
         if k <= 0 or size == 0:
             return []
-        result = self._collection.query(
-            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            n_results=min(k, size),
-            ids=allowed,
-            include=["distances"],
-        )
+        vector = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        if allowed is not None:
+            return self._exact(vector[0], k, allowed)
+        result = self._collection.query(query_embeddings=vector, n_results=min(k, size), include=["distances"])
         return [(id_, 1.0 - float(dist)) for id_, dist in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+    def _exact(self, vector: np.ndarray, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+        """Exact cosine over the allowed ids' vectors.
+
+        HNSW with an id filter can return fewer than k hits (seen with chromadb 1.5 on a 100-id pool),
+        and candidate pools are small, so the exact answer is both right and cheap. Paged, because
+        one Chroma call over tens of thousands of ids overflows its SQL variable limit.
+        """
+        found_ids: list[str] = []
+        scores: list[np.ndarray] = []
+        for start in range(0, len(ids), _PAGE):
+            got = self._collection.get(ids=list(ids[start : start + _PAGE]), include=["embeddings"])
+            if len(got["ids"]):
+                found_ids += got["ids"]
+                scores.append(np.asarray(got["embeddings"], dtype=np.float32) @ vector)
+        if not found_ids:
+            return []
+        flat = np.concatenate(scores)
+        order = np.argsort(-flat, kind="stable")[:k]
+        return [(found_ids[i], float(flat[i])) for i in order]
 
 
 class SparseIndex:

@@ -45,7 +45,6 @@ from personalq.store.tables import (
 )
 
 _TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, StoreRevision, DescriptionEmbedding)]
-_FIELD_NAMES = {v: k for k, v in LIST_VALUE_FIELDS.items()}
 _SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
 _PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _BATCH = 512
@@ -54,11 +53,6 @@ _STALE_TMP_SECONDS = 600
 
 class DuplicateError(StoreError):
     """The same weights (SHA-256) are already in the store: an import skips these rather than refusing."""
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    """SQLModel's UTCDateTime stores aware datetimes as UTC and gives them back aware."""
-    return None if moment is None else moment.astimezone(timezone.utc)
 
 
 def _now() -> datetime:
@@ -175,7 +169,9 @@ class RepoStore:
         self.home = home
         self.database_url = database_url
         self._embedder = embedder
-        engine_args = {"connect_args": {"timeout": 60}} if database_url.startswith("sqlite") else {}
+        # The app serves requests from worker threads; sessions are short and never shared between them.
+        sqlite = {"connect_args": {"timeout": 60, "check_same_thread": False}}
+        engine_args = sqlite if database_url.startswith("sqlite") else {}
         self._engine = create_engine(database_url, **engine_args)
         SQLModel.metadata.create_all(self._engine, tables=_TABLES)
         with Session(self._engine) as session:
@@ -291,7 +287,10 @@ class RepoStore:
         return self._cards_cache[1]
 
     def _load_cards(self, ids: Sequence[str] | None = None) -> dict[str, CheckpointCard]:
-        """Column selects rather than ORM objects: 100k rows must load in seconds."""
+        """Core column selects rather than ORM objects: 100k rows must load in seconds.
+
+        Datetimes come back tz-aware UTC from SQLModel's `UTCDateTime`, so they need no conversion.
+        """
         columns = (
             CheckpointRow.id, CheckpointRow.description, CheckpointRow.created_at, CheckpointRow.version,
             CheckpointRow.last_used_at, CheckpointRow.category, CheckpointRow.base_model, CheckpointRow.kind,
@@ -305,36 +304,44 @@ class RepoStore:
         if ids is not None:
             rows_stmt = rows_stmt.where(col(CheckpointRow.id).in_(list(ids)))
             values_stmt = values_stmt.where(col(CheckpointValue.checkpoint_id).in_(list(ids)))
-        with Session(self._engine) as session:
-            rows = session.exec(rows_stmt).all()
-            values = session.exec(values_stmt).all()
+        with self._engine.connect() as connection:
+            rows = connection.execute(rows_stmt).all()
+            values = connection.execute(values_stmt).all()
         lists: dict[str, dict[str, list[str]]] = {}
         for checkpoint_id, name, value in values:
-            lists.setdefault(checkpoint_id, {}).setdefault(_FIELD_NAMES[name], []).append(value)
+            own = lists.get(checkpoint_id)
+            if own is None:
+                own = lists[checkpoint_id] = {}
+            items = own.get(name)
+            if items is None:
+                own[name] = [value]
+            else:
+                items.append(value)
         home = self.home
+        empty: dict[str, list[str]] = {}
         cards = {}
         for (id_, description, created, version, used, category, base, kind, file_path, sha, size, raw, added, updated) in rows:
-            own = lists.get(id_, {})
+            own = lists.get(id_, empty)
             cards[id_] = CheckpointCard(
-                id=id_,
-                triggers=own.get("triggers", []),
-                subject_types=own.get("subject_types", []),
-                style_tags=own.get("style_tags", []),
-                description=description,
-                created_at=_utc(created),
-                version=version,
-                environment=own.get("environment", []),
-                last_used_at=_utc(used),
-                category=category,
-                base_model=base,
-                kind=kind,
-                file_path=home / file_path if file_path else None,
-                sha256=sha,
-                size_bytes=size,
-                previews=[home / p for p in own.get("previews", [])],
-                raw_metadata=raw or {},
-                added_at=_utc(added),
-                updated_at=_utc(updated),
+                id_,
+                own.get("trigger", []),
+                own.get("subject_type", []),
+                own.get("style_tag", []),
+                description,
+                created,
+                version,
+                own.get("environment", []),
+                used,
+                category,
+                base,
+                kind,
+                home / file_path if file_path else None,
+                sha,
+                size,
+                [home / p for p in own["preview"]] if "preview" in own else [],
+                raw or {},
+                added,
+                updated,
             )
         return cards
 

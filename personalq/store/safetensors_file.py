@@ -194,7 +194,7 @@ def prefill(header: SafetensorsHeader, path: Path) -> dict[str, Any]:
         triggers = tags[:1]  # kohya's most frequent caption tag is, by convention, the trigger word
     subject_types = [t.strip() for t in md.get("modelspec.tags", "").split(",") if t.strip()]
     if not subject_types:
-        subject_types = [tag for tag in tags[1:4]]
+        subject_types = tags[1:4]
     stem = md.get("ss_output_name") or path.stem
     entry: dict[str, Any] = {
         "id": stem,
@@ -207,7 +207,7 @@ def prefill(header: SafetensorsHeader, path: Path) -> dict[str, Any]:
         "kind": kind or detect_kind(header.tensors),
         "base_model": base or detect_base_model(header.tensors),
     }
-    return {key: value for key, value in entry.items() if value not in (None, [], "")} | {"description": entry["description"]}
+    return {key: value for key, value in entry.items() if value is not None and value != []}
 
 
 def thumbnail_bytes(metadata: Mapping[str, str]) -> tuple[bytes, str] | None:
