@@ -21,7 +21,12 @@ from personalq.taq import (
 from personalq.taq.activations import TAQCrossAttnProcessor
 from personalq.taq.bops import dummy_unet_inputs, unet_macs
 from personalq.taq.prompts import SLOTS, held_out_prompts, prompt_pools
-from personalq.taq.quantizers import affine_params, fake_quantize, log_params, quantize_affine, quantize_log
+from personalq.taq.quantizers import (
+    affine_params,
+    fake_quantize,
+    log_params,
+    quantize_log,
+)
 from personalq.taq.triggers import PROTECT_KWARG
 
 PROMPT = "a <sks> dog sitting in the park"
@@ -162,7 +167,7 @@ def on_grid(values, quantizer):
 
 def test_protected_rows_and_columns_are_exact_and_the_rest_on_grid(w8a4):
     unet = w8a4.unet
-    name, attn = next((n, m) for n, m in unet.named_modules() if n.endswith("attn2"))
+    attn = next(m for n, m in unet.named_modules() if n.endswith("attn2"))
     processor = attn.processor
     assert isinstance(processor, TAQCrossAttnProcessor)
     recorders = {p: Recorder(processor.quantizers[p]) for p in ("text", "k", "v", "a")}
@@ -264,7 +269,7 @@ def test_bops_follow_the_bits(float_pipe, w8a4):
 
 def test_save_and_reload_without_recalibration(float_pipe, w8a4, tmp_path, monkeypatch):
     save_quantized(w8a4, tmp_path / "q")
-    import personalq.taq.pipeline as pipeline
+    from personalq.taq import pipeline
 
     monkeypatch.setattr(pipeline, "calibrate", lambda *a, **k: pytest.fail("load must not recalibrate"))
     reloaded = load_quantized(copy.deepcopy(float_pipe), tmp_path / "q")

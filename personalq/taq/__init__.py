@@ -25,7 +25,10 @@ _EXPORTS = {
     "unet_macs": "personalq.taq.bops",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # noqa: RUF022 - grouped as in _EXPORTS
+    "QuantConfig", "SETTINGS", "TriggerSpan", "find_trigger_spans", "protection_kwargs", "calibration_prompts",
+    "held_out_prompts", "quantize", "save_quantized", "load_quantized", "resident_weight_bytes", "unet_bops", "unet_macs",
+]
 
 
 def __getattr__(name):

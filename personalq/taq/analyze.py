@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from personalq.taq.activations import install_activation_quantizers, remove_activation_quantizers
+from personalq.taq.activations import (
+    install_activation_quantizers,
+    remove_activation_quantizers,
+)
 from personalq.taq.config import QuantConfig
 from personalq.taq.triggers import PROTECT_KWARG, detect_triggers, find_trigger_spans
 

@@ -100,14 +100,14 @@ def markdown_table(rows: list[dict]) -> str:
         "| setting | UNet weights (MiB) | vs FP32 | vs FP16 | Linear/Conv layers (MiB) | layers vs FP32 | TBOPs / call | s / UNet call |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
-        def ratio(ref, key):
-            return f"{ref[key] / r[key]:.2f}x" if ref else "–"
+    def ratio(ref, row, key):
+        return f"{ref[key] / row[key]:.2f}x" if ref else "–"
 
+    for r in rows:
         seconds = f"{r['seconds']:.2f}" if r.get("seconds") is not None else f"n/a ({r.get('note', '')})"
         tbops = f"{r['bops'] / 1e12:.2f}" if r.get("bops") is not None else "n/a"
         lines.append(
-            f"| {r['setting']} | {r['unet_bytes'] / 2**20:.1f} | {ratio(fp32, 'unet_bytes')} | {ratio(fp16, 'unet_bytes')} "
-            f"| {r['layer_bytes'] / 2**20:.1f} | {ratio(fp32, 'layer_bytes')} | {tbops} | {seconds} |"
+            f"| {r['setting']} | {r['unet_bytes'] / 2**20:.1f} | {ratio(fp32, r, 'unet_bytes')} | {ratio(fp16, r, 'unet_bytes')} "
+            f"| {r['layer_bytes'] / 2**20:.1f} | {ratio(fp32, r, 'layer_bytes')} | {tbops} | {seconds} |"
         )
     return "\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
@@ -28,44 +28,51 @@ def _load_pipeline(model: str):
 
 
 def quantize_command(
-    model: str = typer.Argument(..., help="Folder of a diffusers Stable Diffusion 1.5 / SDXL pipeline."),
-    out: Path = typer.Option(..., "--out", help="Folder for the quantized UNet (safetensors + taq.json)."),
-    w: int = typer.Option(8, "--w", help="Weight bits: 8, 4 or 2 (16/32 = float)."),
-    a: int = typer.Option(8, "--a", help="Activation bits: 2..8 (16/32 = float)."),
-    quantizer: str = typer.Option("linear", help="Grid of the cross-attention probabilities: linear or log."),
-    protect: str = typer.Option("trigger", help="Full-precision tokens: trigger, bos, trigger+bos or none."),
-    calibration: str = typer.Option("static", help="static (calibrated scales, stored) or dynamic (per call)."),
-    trigger: list[str] = typer.Option(["<sks>"], help="Trigger token(s) of the checkpoint; repeat for several."),
-    class_noun: str = typer.Option("dog", help="Class noun used in the calibration prompts."),
-    prompts: int = typer.Option(64, help="Number of calibration prompts."),
-    steps: int = typer.Option(10, help="Denoising steps per calibration prompt."),
+    model: Annotated[str, typer.Argument(help="Folder of a diffusers Stable Diffusion 1.5 / SDXL pipeline.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the quantized UNet (safetensors + taq.json).")],
+    w: Annotated[int, typer.Option("--w", help="Weight bits: 8, 4 or 2 (16/32 = float).")] = 8,
+    a: Annotated[int, typer.Option("--a", help="Activation bits: 2..8 (16/32 = float).")] = 8,
+    quantizer: Annotated[str, typer.Option(help="Grid of the cross-attention probabilities: linear or log.")] = "linear",
+    protect: Annotated[str, typer.Option(help="Full-precision tokens: trigger, bos, trigger+bos or none.")] = "trigger",
+    calibration: Annotated[str, typer.Option(help="static (calibrated scales, stored) or dynamic (per call).")] = "static",
+    trigger: Annotated[list[str] | None, typer.Option(help="Trigger token(s) of the checkpoint; repeat for several.")] = None,
+    class_noun: Annotated[str, typer.Option(help="Class noun used in the calibration prompts.")] = "dog",
+    prompts: Annotated[int, typer.Option(help="Number of calibration prompts.")] = 64,
+    steps: Annotated[int, typer.Option(help="Denoising steps per calibration prompt.")] = 10,
 ):
     """Quantize a pipeline's UNet with TAQ and save it (load it with personalq.taq.load_quantized)."""
-    from personalq.taq import QuantConfig, calibration_prompts, quantize, resident_weight_bytes, save_quantized
+    from personalq.taq import (
+        QuantConfig,
+        calibration_prompts,
+        quantize,
+        resident_weight_bytes,
+        save_quantized,
+    )
 
+    triggers = trigger or ["<sks>"]
     try:
         config = QuantConfig(w_bits=w, a_bits=a, quantizer=quantizer, protect=protect, calibration=calibration)
-        prompt_list = calibration_prompts(prompts, trigger=trigger[0], class_noun=class_noun)
+        prompt_list = calibration_prompts(prompts, trigger=triggers[0], class_noun=class_noun)
     except ValueError as error:
         _fail(str(error))
     pipe = _load_pipeline(model)
     before = resident_weight_bytes(pipe.unet)
-    quantize(pipe, config, calibration_prompts=prompt_list, triggers=trigger, num_inference_steps=steps)
+    quantize(pipe, config, calibration_prompts=prompt_list, triggers=triggers, num_inference_steps=steps)
     after = resident_weight_bytes(pipe.unet)
     save_quantized(pipe, out)
     typer.echo(f"{config.name} ({quantizer}, protect={protect}): UNet {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB ({before / after:.2f}x), saved to {out}")
 
 
 def analyze_tokens_command(
-    model: list[str] = typer.Option(..., "--model", help="Pipeline folder; repeat to aggregate over checkpoints."),
-    prompt: str = typer.Option(..., help='Prompt with the trigger, e.g. "a <sks> sitting in the park".'),
-    out: Path = typer.Option(..., "--out", help="Folder for tokens.csv, summary.md and the bar charts."),
-    bits: int = typer.Option(4, help="Bits of the one token's K/V rows (2..8)."),
-    trigger: Optional[list[str]] = typer.Option(None, help="Trigger(s); default: every <...> word in the prompt."),
-    seed: list[int] = typer.Option([0, 1], help="Seeds; repeat for several."),
-    steps: int = typer.Option(10, help="Denoising steps per image."),
-    guidance: float = typer.Option(7.5, help="Classifier-free guidance scale."),
-    scorer: Optional[str] = typer.Option(None, help="Image-text scorer as module:function, called (PIL image, text) -> float."),
+    model: Annotated[list[str], typer.Option("--model", help="Pipeline folder; repeat to aggregate over checkpoints.")],
+    prompt: Annotated[str, typer.Option(help='Prompt with the trigger, e.g. "a <sks> sitting in the park".')],
+    out: Annotated[Path, typer.Option("--out", help="Folder for tokens.csv, summary.md and the bar charts.")],
+    bits: Annotated[int, typer.Option(help="Bits of the one token's K/V rows (2..8).")] = 4,
+    trigger: Annotated[list[str] | None, typer.Option(help="Trigger(s); default: every <...> word in the prompt.")] = None,
+    seed: Annotated[list[int] | None, typer.Option(help="Seeds; repeat for several (default 0 and 1).")] = None,
+    steps: Annotated[int, typer.Option(help="Denoising steps per image.")] = 10,
+    guidance: Annotated[float, typer.Option(help="Classifier-free guidance scale.")] = 7.5,
+    scorer: Annotated[str | None, typer.Option(help="Image-text scorer as module:function, called (PIL image, text) -> float.")] = None,
 ):
     """Per-token sensitivity: image change when only that token's K/V rows are quantized."""
     from personalq.taq.analyze import analyze_tokens, write_report
@@ -80,7 +87,7 @@ def analyze_tokens_command(
         except (ImportError, AttributeError, ValueError):
             _fail(f"--scorer {scorer}: expected an importable module:function")
     pipes = {Path(m).name or m: _load_pipeline(m) for m in model}
-    records = analyze_tokens(pipes, prompt, trigger, bits=bits, seeds=tuple(seed), num_inference_steps=steps, guidance_scale=guidance, scorer=score_fn)
+    records = analyze_tokens(pipes, prompt, trigger, bits=bits, seeds=tuple(seed or (0, 1)), num_inference_steps=steps, guidance_scale=guidance, scorer=score_fn)
     if not any(r.is_trigger for r in records):
         typer.echo("warning: no trigger found in the prompt; every token is reported as an ordinary token", err=True)
     for path in write_report(records, out, bits):
@@ -88,10 +95,10 @@ def analyze_tokens_command(
 
 
 def bench_taq_command(
-    settings: str = typer.Option(",".join(["FP32", "FP16", "W8A8", "W4A8", "W8A4", "W4A4"]), help="Comma-separated settings."),
-    calls: int = typer.Option(1, help="Timed UNet calls per setting (median reported)."),
-    calibration_steps: int = typer.Option(1, help="Calibration steps (one prompt, both CFG halves) per setting."),
-    threads: int = typer.Option(0, help="torch CPU threads (0 = torch's default)."),
+    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "FP32,FP16,W8A8,W4A8,W8A4,W4A4",
+    calls: Annotated[int, typer.Option(help="Timed UNet calls per setting (median reported).")] = 1,
+    calibration_steps: Annotated[int, typer.Option(help="Calibration steps (one prompt, both CFG halves) per setting.")] = 1,
+    threads: Annotated[int, typer.Option(help="torch CPU threads (0 = torch's default).")] = 0,
 ):
     """SD 1.5 UNet (real config, random weights), CPU, 64x64 latents: bytes, BOPs, seconds per call."""
     import torch

@@ -50,7 +50,7 @@ class QuantConfig:
             raise ValueError(f"calibration={self.calibration!r} is not supported: choose one of {CALIBRATIONS}")
 
     @classmethod
-    def from_setting(cls, name: str, **kwargs) -> "QuantConfig":
+    def from_setting(cls, name: str, **kwargs) -> QuantConfig:
         """`QuantConfig.from_setting("W8A8", protect="trigger")`; names as in `SETTINGS`."""
         key = name.strip().upper()
         if key not in SETTINGS:
