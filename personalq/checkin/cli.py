@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-NowOption = Annotated[Optional[str], typer.Option("--now", help="Reference time for 'yesterday', 'last week' (ISO-8601; default: the clock).")]
+NowOption = Annotated[Optional[str], typer.Option("--now", help="Reference time for 'yesterday', 'last week' (ISO-8601; default: now).")]
 HomeOption = Annotated[Optional[Path], typer.Option("--home", help="Data directory (default: $PERSONALQ_HOME or repo_store/).", show_default=False)]
 LlmOption = Annotated[Optional[str], typer.Option("--llm-model", help="LiteLLM model for reranking (default: $PERSONALQ_CHECKIN_LLM; none: rules only).")]
 

@@ -128,7 +128,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     # attribute wins, so "pencil" cannot take the subject slot from "seat". A two-word phrase may
     # hold a description word ("oil paint", "leaded glass") only when it names a style or a place.
     cue_set = {j for j in content if toks[j].key in vocabulary.cue_words}
-    if "subject" not in found_attrs:  # "bike" of "road bike" in the subject slot names a subject, not a look
+    if "subject" not in found_attrs:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
         cue_set -= {j for j in cue_set if toks[j].key in vocabulary.subject_words and _in_subject_slot(j, toks, modifiers | cue_set)}
     proposals = []
     for j in content:
@@ -174,7 +174,7 @@ def _add(intent: Intent, hit: tuple[str, tuple[str, ...]], span: list[Token], ex
 
 
 def _adjacent(text: str, span: list[Token]) -> bool:
-    """Tokens of one term must be separated by spaces or hyphens only ("3d render", "ukiyo-e")."""
+    """Tokens of one term must be separated by spaces or hyphens only ("3d render", "snow-covered")."""
     return all(re.fullmatch(r"[\s\-]*", text[a.end:b.start]) for a, b in zip(span, span[1:]))
 
 

@@ -120,7 +120,7 @@ class CatalogVocabulary:
             return None
         best, best_ratio = None, SPELLING_MIN_RATIO
         for attribute, key in self._term_list:
-            if attribute == "subject":  # "bike" is not "road bike": subjects go by meaning only
+            if attribute == "subject":  # "cat" is not "tabby cat": subjects go by meaning only
                 continue
             label = " ".join(key)
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
