@@ -2,9 +2,10 @@
 
 Offline by default: the data directory is $PERSONALQ_HOME (else repo_store/); an empty one is filled
 from the bundled demo repository, and images come from the shipped PQ-Nano model. Configure with
-environment variables: PERSONALQ_HOST (default 0.0.0.0, what Spaces expects), PORT or
-PERSONALQ_PORT (default 7860), PERSONALQ_BASE_MODEL, PERSONALQ_CHECKIN_LLM, PERSONALQ_MEMORY_BUDGET_MB,
-PERSONALQ_UPLOAD_LIMIT_MB, PERSONALQ_STEPS; keys for an LLM backend as LiteLLM names them.
+environment variables: PERSONALQ_HOST (else GRADIO_SERVER_NAME, else 0.0.0.0, what Spaces
+expects), PORT or PERSONALQ_PORT (else GRADIO_SERVER_PORT, else 7860), PERSONALQ_HOME,
+PERSONALQ_BASE_MODEL, PERSONALQ_CHECKIN_LLM, PERSONALQ_MEMORY_BUDGET_MB, PERSONALQ_UPLOAD_LIMIT_MB,
+PERSONALQ_STEPS; an LLM backend's keys under the names LiteLLM reads.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import os
 import personalq  # noqa: F401  (turns telemetry off before Gradio is imported)
 
 
-def launch(prevent_thread_lock: bool = False):
+def _env(*names: str) -> str | None:
+    """The first of these variables that is set: ours, then the names Spaces and Gradio use."""
+    return next((os.environ[name] for name in names if os.environ.get(name, "").strip()), None)
+
+
+def main() -> None:
     from app import CSS, build_app
     from personalq.service import PersonalQService
 
@@ -22,15 +28,13 @@ def launch(prevent_thread_lock: bool = False):
     demo = build_app(service)
     demo.queue(default_concurrency_limit=8)  # Check-in answers while an image renders; serving queues the images
     demo.launch(
-        server_name=os.environ.get("PERSONALQ_HOST", "0.0.0.0"),
-        server_port=int(os.environ.get("PORT") or os.environ.get("PERSONALQ_PORT") or 7860),
+        server_name=_env("PERSONALQ_HOST", "GRADIO_SERVER_NAME") or "0.0.0.0",
+        server_port=int(_env("PORT", "PERSONALQ_PORT", "GRADIO_SERVER_PORT") or 7860),
         max_file_size=f"{service.settings.upload_limit_mb}mb",
         allowed_paths=[str(service.home)],
-        prevent_thread_lock=prevent_thread_lock,
         css=CSS,
     )
-    return demo, service
 
 
 if __name__ == "__main__":
-    launch()
+    main()

@@ -257,7 +257,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             if not path:
                 return "**Refused:** choose a .safetensors file first", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             try:
-                card = service.upload(path, dict(zip(FORM_FIELDS, values)), previews or [])
+                card = service.upload(path, dict(zip(FORM_FIELDS, values, strict=True)), previews or [])
             except AppError as error:
                 return f"**Refused:** {error}", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             cleared = [None, None, *[""] * len(FORM_FIELDS)]  # ready for the next checkpoint
@@ -274,8 +274,9 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                                               upload_limit_mb=upload_limit_, steps=steps_)
             except SettingsError as error:
                 return _error(error), NO_CHANGE(), NO_CHANGE()
-            return ("**Saved.** A new base model or budget applies to the next image; a larger upload limit after a restart.", llm_key_status(saved.llm_model),
-                    gr.File(label=f"Checkpoint (.safetensors, at most {saved.upload_limit_mb} MiB)"))
+            note = "**Saved.** A new base model or budget applies to the next image; a larger upload limit after a restart."
+            limit = gr.File(label=f"Checkpoint (.safetensors, at most {saved.upload_limit_mb} MiB)")
+            return note, llm_key_status(saved.llm_model), limit
 
         save_settings.click(store_settings, [base_model, llm_model, budget, upload_limit, default_steps],
                             [settings_status, key_status, checkpoint_file], **private)

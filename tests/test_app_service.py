@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -165,6 +166,13 @@ def test_generate_streams_progress_and_labels_the_image(service):
     assert drawn.image.size == (32, 32)
     assert drawn.label.startswith("W8A8 + TAQ · ") and drawn.label.endswith(" MiB resident")
     assert drawn.result.checkpoint_id == "dog-v1" and drawn.result.resident_bytes > 0
+    # The user edits the prompt: it is rendered as typed, and becomes what a bit-width change re-renders.
+    edited = service.generate("my <dog-v1> in the snow", "dog-v1", setting="FP32", steps=TINY_STEPS, seed=1)
+    again = list(service.session_generate_events("tab-a", "my <dog-v1> in the snow", setting="FP32", steps=TINY_STEPS,
+                                                 seed=1))[-1]
+    assert service.session("tab-a").prompt == "my <dog-v1> in the snow"
+    assert again.label.startswith("FP32 · ") and np.array_equal(np.asarray(again.image), np.asarray(edited.image))
+    assert not np.array_equal(np.asarray(again.image), np.asarray(drawn.image))
 
 
 def test_generate_without_a_selection_or_with_a_bad_setting_is_refused(service):

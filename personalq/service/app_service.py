@@ -154,7 +154,8 @@ class PersonalQService:
             elif not str(answer).strip():
                 raise AppError("type an answer or click one of the options")
             else:  # typing an option's words is the same as clicking it
-                answer = next((o for o in state.pending.options or [] if o.label.strip().lower() == answer.strip().lower()), answer)
+                typed = answer.strip().lower()
+                answer = next((o for o in state.pending.options or [] if o.label.strip().lower() == typed), answer)
             result = state.conversation.answer(answer)
             return self._settle(session_id, state.conversation, result)
 
@@ -170,32 +171,18 @@ class PersonalQService:
         return reply
 
     def _reply(self, result) -> ChatReply:
-        card = result.card if getattr(result, "card", None) is not None else (
-            self.store.get(result.checkpoint_id) if result.checkpoint_id else None)
-        options = [
-            OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids))
-            for o in (result.options or [])
-        ]
-        nearest = [self._card(n) for n in (getattr(result, "nearest", None) or [])]
+        """Check-in's result with the cards it names looked up: option previews, nearest checkpoints."""
+        options = [OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids))
+                   for o in result.options]
         message = result.question if result.action == "clarify" else result.reason
-        return ChatReply(action=result.action, message=message or "", card=card, prompt=result.rewritten_prompt,
-                         options=options, nearest=[c for c in nearest if c is not None])
+        return ChatReply(action=result.action, message=message or "", card=result.card, prompt=result.rewritten_prompt,
+                         options=options, nearest=self._cards(result.nearest))
 
-    def _card(self, item):
-        """`nearest` may hold cards or ids; both become cards (ids no longer stored are dropped)."""
-        if isinstance(item, str):
-            try:
-                return self.store.get(item)
-            except Exception:
-                return None
-        return item
+    def _cards(self, checkpoint_ids) -> list:
+        return [self.store.get(i) for i in checkpoint_ids if i in self.store]
 
     def _first_preview(self, checkpoint_ids) -> Path | None:
-        for checkpoint_id in checkpoint_ids:
-            card = self._card(checkpoint_id)
-            if card is not None and card.previews:
-                return card.previews[0]
-        return None
+        return next((card.previews[0] for card in self._cards(checkpoint_ids) if card.previews), None)
 
     # --- generation ---------------------------------------------------------------------------------
 
@@ -331,9 +318,9 @@ class PersonalQService:
     # --- upload -------------------------------------------------------------------------------------
 
     def check_upload_size(self, path: Path) -> None:
-        size, limit = Path(path).stat().st_size, self.settings.upload_limit_mb * 2**20
-        if size > limit:
-            raise AppError(f"{Path(path).name} is {size / 2**20:.1f} MiB; the upload limit is {self.settings.upload_limit_mb} MiB")
+        size, limit_mb = Path(path).stat().st_size, self.settings.upload_limit_mb
+        if size > limit_mb * 2**20:
+            raise AppError(f"{Path(path).name} is {size / 2**20:.1f} MiB; the upload limit is {limit_mb} MiB")
 
     def upload_form(self, path: Path) -> dict[str, str]:
         """The upload form prefilled from the file's header and its sidecar, as editable text."""
