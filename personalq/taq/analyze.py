@@ -116,6 +116,11 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
+def _lower_error(metric: str, row: dict) -> float:
+    """An MSE cannot fall below zero, so its error bar stops there; drift can be negative."""
+    return min(row[metric], row[metric + "_sd"]) if metric == "mse" else row[metric + "_sd"]
+
+
 def summarize(records: list[TokenRecord]) -> list[dict]:
     """Per token (in prompt order): mean and sd of each metric over seeds and checkpoints."""
     order = list(dict.fromkeys(r.token for r in records))
@@ -173,7 +178,7 @@ def write_report(records: list[TokenRecord], out_dir: str | Path, bits: int) -> 
         bars = ax.bar(
             range(len(shown)),
             [r[metric] for r in shown],
-            yerr=[r[metric + "_sd"] for r in shown],
+            yerr=[[_lower_error(metric, r) for r in shown], [r[metric + "_sd"] for r in shown]],
             color=["tab:red" if r["is_trigger"] else "tab:gray" for r in shown],
             capsize=2,
         )
