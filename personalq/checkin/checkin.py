@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -47,9 +47,9 @@ class CheckInResult:
     decided_by: str = "rules"  # rules | llm
 
     def to_dict(self) -> dict:
-        out = asdict(self) | {"card": None}
-        out.pop("card")
-        return out
+        """JSON-ready: everything but the card object (its id is `checkpoint_id`)."""
+        return {f.name: getattr(self, f.name) if f.name != "options" else [asdict(o) for o in self.options]
+                for f in fields(self) if f.name != "card"}
 
 
 def _utc(now: datetime | str | None) -> datetime:
@@ -93,7 +93,7 @@ class CheckIn:
         satisfying = set(base)
         for _, ids in sorted(sets, key=lambda s: len(s[1])):
             satisfying &= ids
-        ranked = self._rank(request, satisfying, base)
+        ranked = self._rank(request, satisfying)
         if intent.order and ranked:
             field_name, pick = intent.order
             dated = [i for i in ranked if snap.moment(i, field_name) is not None]
@@ -116,11 +116,14 @@ class CheckIn:
             return result
         return self._clarify(intent, ranked)
 
-    def _rank(self, request: str, satisfying: set[str], base: set[str]) -> list[str]:
-        """Satisfying checkpoints, best retrieval match first, then newest first."""
+    def _rank(self, request: str, satisfying: set[str], shown: int = MAX_OPTIONS) -> list[str]:
+        """Satisfying checkpoints, best retrieval match first, then newest first.
+
+        Retrieval only decides which come first, so it runs only when more fit than can be shown.
+        """
         snap = self.snapshot
         rank: dict[str, int] = {}
-        if self.use_retrieval and satisfying and len(satisfying) > 1:
+        if self.use_retrieval and len(satisfying) > shown:
             ids = satisfying if len(satisfying) < len(snap.ids) else None
             hits = hybrid_search(self.store, request, self.k, ids=ids)
             rank = {doc_id: r for r, (doc_id, _) in enumerate(hits)}
@@ -152,7 +155,7 @@ class CheckIn:
                     rest &= ids
             if rest:
                 noun = intent.subject.words if intent.subject and intent.subject is not c else "checkpoint"
-                near = self._rank(request, rest, base)[:3]
+                near = self._rank(request, rest, shown=3)[:3]
                 if intent.order and not any(self.snapshot.moment(x, intent.order[0]) for x in rest):
                     return CheckInResult("no_match", f"no {noun} has ever been used", nearest=near)
                 return CheckInResult("no_match", f"no {noun} fits “{c.words}”; {len(rest)} fit everything else", nearest=near)
