@@ -55,6 +55,12 @@ def reply_markdown(reply: ChatReply) -> str:
     return "\n".join(lines)
 
 
+CHAT_PLACEHOLDER = (
+    "**Ask for one of your checkpoints in your own words**, e.g. *my cartoon bear at the beach, the April one*. "
+    "I ask when more than one fits; add new checkpoints in the Upload tab."
+)
+
+
 def option_items(reply: ChatReply) -> list:
     return [(str(o.preview) if o.preview else no_preview(), o.label) for o in reply.options]
 

@@ -51,7 +51,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 with gr.Row():
                     with gr.Column(scale=3):
                         chatbot = gr.Chatbot(label="Check-in", height=560, elem_id="chat", buttons=["copy"],
-                                             feedback_options=None)
+                                             feedback_options=None, placeholder=render.CHAT_PLACEHOLDER)
                         options = gr.Gallery(label="Choose one", visible=False, columns=4, height=190, fit_columns=False,
                                              allow_preview=False, elem_id="options", object_fit="cover")
                         with gr.Row():
@@ -133,7 +133,8 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 llm_model = gr.Textbox(current.llm_model, label="Check-in LLM (LiteLLM model name)",
                                        info="Empty: the offline deterministic Check-in. Keys come from the environment.")
                 key_status = gr.Markdown(llm_key_status(current.llm_model))
-                budget = gr.Number(current.memory_budget_mb, label="Memory budget (MiB, blank: no limit)", precision=0)
+                budget = gr.Textbox("" if current.memory_budget_mb is None else str(current.memory_budget_mb),
+                                    label="Memory budget (MiB, blank: no limit)", elem_id="settings-budget")
                 upload_limit = gr.Number(current.upload_limit_mb, label="Upload size limit (MiB)", precision=0)
                 default_steps = gr.Number(current.steps, label="Default sampling steps", precision=0)
                 save_settings = gr.Button("Save settings", variant="primary", elem_id="settings-save")

@@ -188,6 +188,15 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         page.click("#repo-confirm")
         expect(page.locator("#repo-status")).to_contain_text("Removed cat-v1.")
         assert _repository_ids(page) == before
+
+        # 9. Settings: a bad value is refused in one line, a good one is saved.
+        page.get_by_role("tab", name="Settings").click()
+        _textbox(page, "settings-budget").fill("a lot")
+        page.click("#settings-save")
+        expect(page.locator("#settings-status")).to_contain_text("memory_budget_mb must be a number")
+        _textbox(page, "settings-budget").fill("")
+        page.click("#settings-save")
+        expect(page.locator("#settings-status")).to_contain_text("Saved.")
         browser.close()
 
 
