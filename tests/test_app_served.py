@@ -114,6 +114,16 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         expect(page.locator("#options img").first).to_be_visible()
         _shot(page, "1-clarify")
 
+        # A second browser session has its own conversation: its request neither answers nor hides this question.
+        other = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        other.goto(app_url)
+        _textbox(other, "message").fill("my dog on the beach")
+        other.click("#send")
+        expect(_textbox(other, "prompt")).to_have_value("my <dog-v1> on the beach")
+        expect(other.locator("#chat")).not_to_contain_text("Do you want")
+        expect(options).to_have_count(2)
+        expect(_textbox(page, "prompt")).to_have_value("")
+
         # 2. Clicking an option card selects that checkpoint, shows its card and renders a labelled image.
         options.filter(has_text="realistic").click()
         expect(page.locator("#chat")).to_contain_text("bear-v2")
