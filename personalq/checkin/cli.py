@@ -200,7 +200,8 @@ def bench_scale(
             _fail(f"size {size}: must be a positive multiple of 20")
         folder = work_dir / f"scale-{size}"
         share = requests_per_size // 5
-        data = generate("demo", seed=size, versions=size // 20, singles=requests_per_size - 2 * share, ambiguous=share, no_match=share)
+        data = generate("demo", seed=size, versions=size // 20, singles=requests_per_size - 2 * share, ambiguous=share,
+                        no_match=share, max_attempts=20 * requests_per_size)
         data.write(folder / "catalog.jsonl", folder / "prompts.jsonl")
         store = RepoStore.open(folder / "home")
         store.load_catalog(folder / "catalog.jsonl", progress=not as_json)

@@ -250,7 +250,8 @@ class RequestWriter:
 
 
 def generate(vocabulary: str = "demo", seed: int = 0, now: datetime = DEFAULT_NOW, versions: int = 50,
-             singles: int = 350, ambiguous: int = 100, no_match: int = 50) -> RepoPromptsSet:
+             singles: int = 350, ambiguous: int = 100, no_match: int = 50, max_attempts: int = 200_000) -> RepoPromptsSet:
+    """Sample until each quota is met (or `max_attempts` samples: huge catalogs rarely give small ambiguous sets)."""
     vocab = VOCABULARIES[vocabulary]
     rng = random.Random(seed)
     records = build_records(vocab, rng, now, versions)
@@ -260,7 +261,7 @@ def generate(vocabulary: str = "demo", seed: int = 0, now: datetime = DEFAULT_NO
     got: dict[str, list[dict]] = {k: [] for k in want}
     seen: set[str] = set()
     now_iso = _iso(now)
-    for _ in range(200_000):
+    for _ in range(max_attempts):
         if all(len(got[k]) >= want[k] for k in want):
             break
         target = rng.choice(records)
