@@ -12,6 +12,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from personalq.personalize.lora_file import read_trigger_embeddings
 from personalq.random_pipelines import tiny_sd15_pipeline, tiny_sdxl_pipeline
 from personalq.serving import GenerationRequest, PipelineManager, RequestCancelled, RequestQueue, ServingConfig, ServingError
 from personalq.serving.bench import CardIndex, bench_serve, write_random_loras
@@ -54,9 +55,11 @@ def test_lora_attach_hot_swap_and_detach(store, lora_files):
     base = image(manager, None, prompt)
     first = image(manager, "l1", prompt)
     assert np.abs(first - base).max() > 0, "an attached LoRA must change the image"
-    assert lora_files[1][1] in manager.pipe.tokenizer.get_added_vocab()
+    slot = manager.slots.active[lora_files[1][1]]
+    table = manager.pipe.text_encoder.get_input_embeddings().weight
+    assert torch.equal(table[manager.pipe.tokenizer.convert_tokens_to_ids(slot)], read_trigger_embeddings(lora_files[1][0])[lora_files[1][1]][0])
     assert np.array_equal(image(manager, None, prompt), base), "detaching must give back the base image exactly"
-    assert lora_files[1][1] not in manager.pipe.tokenizer.get_added_vocab()
+    assert manager.slots.active == {}
     second = image(manager, "l2", prompt)  # hot-swapped into the slot l1 made
     assert np.abs(second - first).max() > 0
     fresh = manager_for(store)
@@ -78,7 +81,7 @@ def test_textual_inversion_changes_only_prompts_with_its_token(store, tmp_path):
     assert np.abs(image(manager, "ti", with_token) - base_with).max() > 0
     assert np.array_equal(image(manager, "ti", without), base_without)
     assert np.array_equal(image(manager, None, with_token), base_with)
-    assert trigger not in manager.pipe.tokenizer.get_added_vocab()
+    assert manager.slots.active == {} and trigger not in manager.pipe.tokenizer.get_vocab()
 
 
 def test_dreambooth_replaces_unet_and_text_encoder_then_detaches(store, tmp_path):

@@ -22,6 +22,7 @@ from personalq.serving.base import base_family, load_base_pipeline
 from personalq.serving.cache import ResidentCache, ResidentEntry, resident_bytes
 from personalq.serving.checkpoints import LOADERS, DreamBoothPayload, LoraPayload, TextualInversionPayload
 from personalq.serving.config import DTYPE_SETTINGS, ServingConfig, resolve_device_dtype
+from personalq.serving.triggers import TriggerSlots
 from personalq.serving.requests import (
     GenerationRequest,
     GenerationResult,
@@ -72,7 +73,7 @@ class PipelineManager:
         self.pipe.set_progress_bar_config(disable=True)
         self.family = family or ("sdxl" if "XL" in type(pipeline).__name__ else "sd15")
         self._base = {name: getattr(self.pipe, name) for name in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(self.pipe, name, None) is not None}
-        self._loaded_tokens: list[tuple[list[str], Any, Any]] = []
+        self.slots = TriggerSlots(self.pipe)  # before the base is measured: the slot rows are part of it
         self._attached: str | None = None
         self.cache = ResidentCache(self.config.memory_budget_bytes, on_evict=self._forget)
         try:
@@ -214,7 +215,7 @@ class PipelineManager:
         if isinstance(payload, DreamBoothPayload):
             components.update(payload.components)
             source_name = f"dreambooth:{card.id}"
-        self._unload_tokens()
+        self.slots.clear()
         self.pipe.register_modules(**components)  # plain attribute swaps; nothing is copied
         unet_name, components["unet"] = self._unet_variant(source_name, components["unet"], setting, quantized, taq, card, progress)
         self.pipe.register_modules(unet=components["unet"])
@@ -222,12 +223,13 @@ class PipelineManager:
         triggers: list[str] = []
         if isinstance(payload, LoraPayload):
             self._attach_lora(unet_name, unet, payload)
-            triggers = self._load_tokens(payload.trigger_embeddings)
+            triggers = self._assign_slots(card, payload.trigger_embeddings)
         elif getattr(unet, "_pq_adapters_on", False):
             unet.disable_adapters()
             unet._pq_adapters_on = False
         if isinstance(payload, TextualInversionPayload):
-            triggers = self._load_tokens({card.trigger: payload.embeddings["text_encoder"]}, payload.embeddings.get("text_encoder_2"))
+            second = payload.embeddings.get("text_encoder_2")
+            triggers = self._assign_slots(card, {card.trigger: payload.embeddings["text_encoder"]}, None if second is None else {card.trigger: second})
         elif isinstance(payload, DreamBoothPayload):
             triggers = [t for t in card.triggers]
         self._attached = card.id if card is not None else None
@@ -282,39 +284,15 @@ class PipelineManager:
 
         return getattr(type(self.pipe), "load_lora_into_unet", StableDiffusionPipeline.load_lora_into_unet)
 
-    def _load_tokens(self, embeddings: dict[str, torch.Tensor], embeddings_2: torch.Tensor | None = None) -> list[str]:
-        """Add trigger tokens with their embeddings; remember exactly which tokens to remove at detach."""
-        if not embeddings:
-            return []
-        targets = [(self.pipe.tokenizer, self.pipe.text_encoder, embeddings)]
-        if embeddings_2 is not None and getattr(self.pipe, "text_encoder_2", None) is not None:
-            targets.append((self.pipe.tokenizer_2, self.pipe.text_encoder_2, {t: embeddings_2 for t in embeddings}))
-        for tokenizer, text_encoder, table in targets:
-            before = set(tokenizer.get_added_vocab())
-            clashes = [t for t in table if t in tokenizer.get_vocab()]
-            if clashes:
-                raise ServingError(f"trigger {clashes[0]} is already a token of the base tokenizer")
-            # Grow the table first without transformers' mean-resizing (a covariance per switch), which
-            # diffusers' own resize would do for rows it overwrites anyway; its resize is then a no-op.
-            rows = sum(e.reshape(-1, e.shape[-1]).shape[0] for e in table.values())
-            text_encoder.resize_token_embeddings(len(tokenizer) + rows, mean_resizing=False)
-            self.pipe.load_textual_inversion(list(table.values()), token=list(table), tokenizer=tokenizer, text_encoder=text_encoder)
-            added = sorted(set(tokenizer.get_added_vocab()) - before)
-            self._loaded_tokens.append((added, tokenizer, text_encoder))
-        return list(embeddings)
-
-    def _unload_tokens(self) -> None:
-        while self._loaded_tokens:
-            tokens, tokenizer, text_encoder = self._loaded_tokens.pop()
-            self.pipe.unload_textual_inversion(tokens, tokenizer=tokenizer, text_encoder=text_encoder)
+    def _assign_slots(self, card, embeddings, embeddings_2=None) -> list[str]:
+        try:
+            return self.slots.assign(embeddings, embeddings_2)
+        except ValueError as error:
+            raise ServingError(f"checkpoint {card.id}: {error}") from None
 
     def _detach_all(self) -> None:
         """Back to the plain base after a failure, so the next request starts from a known state."""
-        try:
-            self._unload_tokens()
-        except Exception as error:
-            logger.warning("could not unload trigger tokens: %s", error)
-            self._loaded_tokens.clear()
+        self.slots.clear()
         self.pipe.register_modules(**self._base)
         if getattr(self._base["unet"], "_pq_adapters_on", False):
             self._base["unet"].disable_adapters()
@@ -386,8 +364,9 @@ class PipelineManager:
 
     def _run(self, request: GenerationRequest, card, triggers: list[str], protect: bool, progress, cancel) -> tuple[Any, list[str]]:
         guidance = self.default_guidance() if request.guidance is None else request.guidance
+        prompt, prompt_2 = self.slots.rewrite(request.prompt)
         kwargs: dict[str, Any] = dict(
-            prompt=request.prompt,
+            prompt=prompt,
             negative_prompt=request.negative_prompt,
             num_inference_steps=request.steps,
             guidance_scale=guidance,
@@ -395,12 +374,14 @@ class PipelineManager:
             height=request.height,
             width=request.width,
         )
+        if getattr(self.pipe, "tokenizer_2", None) is not None:
+            kwargs["prompt_2"] = prompt_2
         protected = [t for t in triggers if t in request.prompt] if protect else []
         if protected:
             from personalq.taq import protection_kwargs
 
             kwargs["cross_attention_kwargs"] = protection_kwargs(
-                self.pipe, [request.prompt], protected, do_classifier_free_guidance=guidance > 1.0
+                self.pipe, [prompt], [self.slots.active.get(t, t) for t in protected], do_classifier_free_guidance=guidance > 1.0
             )
 
         def on_step_end(pipe, step: int, timestep, callback_kwargs):
