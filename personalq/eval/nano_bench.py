@@ -12,7 +12,6 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from PIL import Image, ImageDraw
 

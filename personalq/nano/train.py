@@ -81,11 +81,13 @@ def _to_unit(batch_uint8: torch.Tensor) -> torch.Tensor:
 
 
 class Trainer:
-    def __init__(self, out: Path, work: Path, recipe: Recipe, seed: int, device: str, minutes: float,
-                 text_encoder_dir: Path | None, checkpoint_minutes: float, log_path: Path):
+    """The stages' shared state: data, text encoder, deadline, checkpoint clock and log."""
+
+    def __init__(self, recipe: Recipe, seed: int, device: str, minutes: float, text_encoder_dir: Path | None,
+                 checkpoint_minutes: float, log_path: Path):
         from personalq.nano.model import build_text_encoder, load_text_encoder
 
-        self.out, self.work, self.recipe, self.seed, self.device = out, work, recipe, seed, device
+        self.recipe, self.seed, self.device = recipe, seed, device
         self.deadline = time.time() + minutes * 60
         self.checkpoint_every = checkpoint_minutes * 60
         self.last_checkpoint = time.time()
@@ -96,7 +98,6 @@ class Trainer:
         else:
             self.text_encoder, self.tokenizer = build_text_encoder()
         self.text_encoder.to(device)
-        self.state: dict = {"done": []}
 
     def log(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
@@ -257,7 +258,7 @@ def train(
         recipe = replace(recipe, images=images)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(out, work, recipe, seed, device, minutes, text_encoder, checkpoint_minutes, out / "train_log.txt")
+    trainer = Trainer(recipe, seed, device, minutes, text_encoder, checkpoint_minutes, out / "train_log.txt")
     trainer.log(f"device {device}, recipe {asdict(recipe)}, seed {seed}")
     torch.manual_seed(seed)
     trainer.data(workers or os.cpu_count() or 1)

@@ -488,7 +488,7 @@ def _draw_accessory(p: _Painter, kind: str, hat, neck, rng):
             r = step * 0.28
             offset = rng.uniform(0, step)
             for gy in np.arange(offset - step, CANVAS + step, step):
-                for i, gx in enumerate(np.arange(offset - step, CANVAS + step, step)):
+                for gx in np.arange(offset - step, CANVAS + step, step):
                     x = gx + (step / 2 if int(gy / step) % 2 else 0)
                     d.ellipse([x - r, gy - r, x + r, gy + r], fill=255)
         else:
