@@ -14,7 +14,14 @@ from safetensors.torch import save_file
 
 from personalq.personalize.lora_file import read_trigger_embeddings
 from personalq.random_pipelines import tiny_sd15_pipeline, tiny_sdxl_pipeline
-from personalq.serving import GenerationRequest, PipelineManager, RequestCancelled, RequestQueue, ServingConfig, ServingError
+from personalq.serving import (
+    GenerationRequest,
+    PipelineManager,
+    RequestCancelled,
+    RequestQueue,
+    ServingConfig,
+    ServingError,
+)
 from personalq.serving.bench import CardIndex, bench_serve, write_random_loras
 
 PROMPT = "a photo of {t} in the snow"
@@ -105,7 +112,7 @@ def test_checkpoint_for_another_base_is_refused(store, lora_files):
     manager = manager_for(store)
     with pytest.raises(ServingError, match="made for base model sdxl-turbo, but sd15 is loaded"):
         image(manager, "xl")
-    for bad, reason in ((dict(checkpoint="nope"), "checkpoint nope"), (dict(setting="W3X"), "unknown setting")):
+    for bad, reason in (({"checkpoint": "nope"}, "checkpoint nope: not in the store"), ({"setting": "W3X"}, "unknown setting")):
         with pytest.raises(ServingError, match=reason):
             image(manager, **bad)
     image(manager, "l0")  # still serving
@@ -114,7 +121,7 @@ def test_checkpoint_for_another_base_is_refused(store, lora_files):
 def test_budget_evicts_least_recently_used(store):
     probe = manager_for(store)
     image(probe, "l0")
-    lora_bytes = dict((n, b) for n, _, b in probe.resident())["lora:l0"]
+    lora_bytes = {n: b for n, _, b in probe.resident()}["lora:l0"]
     base_bytes = probe.cache.total_bytes() - lora_bytes  # base with its adapter slot
     budget = base_bytes + int(2.5 * lora_bytes)
     manager = manager_for(store, memory_budget_bytes=budget)
@@ -232,7 +239,7 @@ def test_bench_serve_reports_both_servers(tmp_path):
 
 
 def test_quantized_variant_is_made_once_saved_and_reused(store, lora_files, tmp_path, monkeypatch):
-    config = dict(quantized_dir=tmp_path / "quantized", calibration_prompts=4, calibration_steps=2)
+    config = {"quantized_dir": tmp_path / "quantized", "calibration_prompts": 4, "calibration_steps": 2}
     prompt = PROMPT.format(t=lora_files[0][1])
     manager = manager_for(store, **config)
     request = GenerationRequest(prompt, checkpoint_id="l0", setting="W8A8", steps=2, seed=4)

@@ -8,7 +8,12 @@
 from personalq.serving.config import ServingConfig
 from personalq.serving.manager import PipelineManager
 from personalq.serving.queue import QueueFull, RequestHandle, RequestQueue
-from personalq.serving.requests import GenerationRequest, GenerationResult, RequestCancelled, ServingError
+from personalq.serving.requests import (
+    GenerationRequest,
+    GenerationResult,
+    RequestCancelled,
+    ServingError,
+)
 
 __all__ = [
     "GenerationRequest",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from personalq.serving.requests import ServingError
+from personalq.serving.requests import ServingError, one_line
 
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt")
 _SDXL_SINGLE_FILE_KEY = "conditioner.embedders.1."
@@ -36,14 +36,18 @@ def _is_sdxl_single_file(path: Path) -> bool:
         from safetensors import safe_open
 
         with safe_open(str(path), framework="pt") as f:
-            return any(key.startswith(_SDXL_SINGLE_FILE_KEY) for key in f.keys())
+            return any(key.startswith(_SDXL_SINGLE_FILE_KEY) for key in f.keys())  # noqa: SIM118 (safe_open is no dict)
     checkpoint = torch.load(str(path), map_location="meta", weights_only=True)
     return any(key.startswith(_SDXL_SINGLE_FILE_KEY) for key in checkpoint.get("state_dict", checkpoint))
 
 
 def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | Path | None = None):
     """(pipeline, family) for "pq-nano", a local diffusers folder, a single-file checkpoint or a hub id."""
-    from diffusers import DiffusionPipeline, StableDiffusionPipeline, StableDiffusionXLPipeline
+    from diffusers import (
+        DiffusionPipeline,
+        StableDiffusionPipeline,
+        StableDiffusionXLPipeline,
+    )
 
     if base_family(spec) == "pq-nano":
         try:
@@ -68,7 +72,7 @@ def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | 
     except ServingError:
         raise
     except Exception as error:  # diffusers raises many types; the user needs the one line
-        raise ServingError(f"cannot load base model {spec!r}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
+        raise ServingError(f"cannot load base model {spec!r}: {one_line(error)}") from error
     if getattr(pipe, "safety_checker", None) is not None:
         pipe.safety_checker = None  # personal checkpoints of one's own subjects; the checker also needs CLIP vision weights
     return pipe, "sdxl" if isinstance(pipe, StableDiffusionXLPipeline) else "sd15"

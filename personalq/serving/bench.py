@@ -37,7 +37,7 @@ def write_random_loras(pipe, directory: Path, count: int, base_model: str, rank:
     from personalq.personalize.lora_file import ModelSpec, save_personalized_lora
 
     directory.mkdir(parents=True, exist_ok=True)
-    config = dict(r=rank, lora_alpha=rank, target_modules=LORA_TARGETS)
+    config = {"r": rank, "lora_alpha": rank, "target_modules": LORA_TARGETS}
     unet = pipe.unet
     unet.add_adapter(LoraConfig(init_lora_weights=False, **config), adapter_name="random")
     hidden = pipe.text_encoder.get_input_embeddings().weight.shape[1]

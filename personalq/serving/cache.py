@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 

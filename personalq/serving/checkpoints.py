@@ -94,7 +94,10 @@ def load_lora(card, pipe, device, dtype) -> LoraPayload:
     unet_state = {k: v.to(device, dtype) for k, v in state_dict.items() if k.startswith(UNET_KEY_PREFIX)}
     if not unet_state:
         raise ServingError(f"checkpoint {card.id}: no UNet LoRA weights in {path.name}")
-    from personalq.personalize.lora_file import TRIGGER_KEY_PREFIX, read_trigger_embeddings
+    from personalq.personalize.lora_file import (
+        TRIGGER_KEY_PREFIX,
+        read_trigger_embeddings,
+    )
 
     has_triggers = any(k.startswith(TRIGGER_KEY_PREFIX) for k in state_dict)
     embeddings = read_trigger_embeddings(path) if has_triggers else {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,21 +15,26 @@ def _fail(message: str) -> None:
 
 def generate(
     prompt: Annotated[str, typer.Argument(help="The prompt; write the checkpoint's trigger where the subject goes.")],
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", "-c", help="Checkpoint id in the store (none: the plain base).")] = None,
+    checkpoint: Annotated[str | None, typer.Option("--checkpoint", "-c", help="Checkpoint id in the store (none: the plain base).")] = None,
     setting: Annotated[str, typer.Option(help="FP32, FP16, BF16 or W<bits>A<bits> (W8A8, W4A8, W8A4, W4A4).")] = "FP32",
     taq: Annotated[bool, typer.Option("--taq/--no-taq", help="Protect the trigger tokens when quantized.")] = True,
     seed: Annotated[int, typer.Option(help="Seed of the initial noise.")] = 0,
     steps: Annotated[int, typer.Option(help="Denoising steps.")] = 20,
-    guidance: Annotated[Optional[float], typer.Option(help="Classifier-free guidance (default: the base model's).")] = None,
+    guidance: Annotated[float | None, typer.Option(help="Classifier-free guidance (default: the base model's).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")] = Path("out.png"),
     base_model: Annotated[str, typer.Option(help="pq-nano, a hub id, a diffusers folder or a single-file checkpoint.")] = "pq-nano",
-    single_file_config: Annotated[Optional[Path], typer.Option(help="Diffusers folder giving the configs of a single-file base.")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cuda, cpu, ... (default: CUDA when present).")] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="fp32, fp16 or bf16 (default: fp16 on CUDA, fp32 on CPU).")] = None,
-    home: Annotated[Optional[Path], typer.Option(help="Data directory (default: $PERSONALQ_HOME or repo_store/).")] = None,
+    single_file_config: Annotated[Path | None, typer.Option(help="Diffusers folder giving the configs of a single-file base.")] = None,
+    device: Annotated[str | None, typer.Option(help="cuda, cpu, ... (default: CUDA when present).")] = None,
+    dtype: Annotated[str | None, typer.Option(help="fp32, fp16 or bf16 (default: fp16 on CUDA, fp32 on CPU).")] = None,
+    home: Annotated[Path | None, typer.Option(help="Data directory (default: $PERSONALQ_HOME or repo_store/).")] = None,
 ) -> None:
     """Generate one image through the serving layer."""
-    from personalq.serving import GenerationRequest, PipelineManager, ServingConfig, ServingError
+    from personalq.serving import (
+        GenerationRequest,
+        PipelineManager,
+        ServingConfig,
+        ServingError,
+    )
 
     try:
         store = None
@@ -57,12 +62,12 @@ def serve_bench(
     setting: Annotated[str, typer.Option(help="Bit-width setting of every request.")] = "W8A8",
     model: Annotated[str, typer.Option(help="sd15-random (SD 1.5 UNet, random weights), pq-nano, or any base model.")] = "pq-nano",
     steps: Annotated[int, typer.Option(help="Denoising steps per request.")] = 20,
-    size: Annotated[Optional[int], typer.Option(help="Image height and width (default: the model's).")] = None,
-    memory_budget: Annotated[Optional[float], typer.Option(help="Cache budget in MiB (default: unbounded).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cuda, cpu, ...")] = None,
+    size: Annotated[int | None, typer.Option(help="Image height and width (default: the model's).")] = None,
+    memory_budget: Annotated[float | None, typer.Option(help="Cache budget in MiB (default: unbounded).")] = None,
+    device: Annotated[str | None, typer.Option(help="cuda, cpu, ...")] = None,
     naive: Annotated[bool, typer.Option("--naive/--no-naive", help="Also run the naive load-from-disk server.")] = True,
     seed: Annotated[int, typer.Option()] = 0,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the figures as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON here.")] = None,
 ) -> None:
     """Replay a Zipf workload of LoRA requests: throughput, latency, switch time, peak resident bytes."""
     import json

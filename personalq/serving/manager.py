@@ -14,22 +14,28 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from personalq.serving.base import base_family, load_base_pipeline
-from personalq.serving.cache import ResidentCache, ResidentEntry, resident_bytes
-from personalq.serving.checkpoints import LOADERS, DreamBoothPayload, LoraPayload, TextualInversionPayload
+from personalq.serving.cache import ResidentCache, ResidentEntry
+from personalq.serving.checkpoints import (
+    LOADERS,
+    DreamBoothPayload,
+    LoraPayload,
+    TextualInversionPayload,
+)
 from personalq.serving.config import DTYPE_SETTINGS, ServingConfig, resolve_device_dtype
-from personalq.serving.triggers import TriggerSlots
 from personalq.serving.requests import (
     GenerationRequest,
     GenerationResult,
     ProgressCallback,
     RequestCancelled,
     ServingError,
+    one_line,
 )
+from personalq.serving.triggers import TriggerSlots
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +44,6 @@ MIN_SLOT_RANK = 16
 """Adapter slots are made at least this rank so LoRAs of any smaller rank hot-swap into them."""
 
 _QUANTIZED_SETTING = re.compile(r"^W(\d+)A(\d+)$")
-_TEXT_COMPONENTS = (("tokenizer", "text_encoder"), ("tokenizer_2", "text_encoder_2"))
 
 
 def parse_setting(setting: str) -> tuple[str, bool]:
@@ -80,7 +85,6 @@ class PipelineManager:
             self.cache.put("base", "base", dict(self._base), pinned=True)
         except MemoryError as error:
             raise ServingError(f"the base model alone does not fit: {error}") from None
-        self.last_switch_seconds = 0.0
 
     @classmethod
     def from_pipeline(cls, pipeline, family: str, config: ServingConfig | None = None, store=None) -> PipelineManager:
@@ -140,15 +144,14 @@ class PipelineManager:
             except Exception as error:
                 self._detach_all()
                 what = f"checkpoint {card.id}" if card is not None else "generation"
-                raise ServingError(f"{what}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")) from error
+                raise ServingError(f"{what}: {type(error).__name__}: {one_line(error)}") from error
             finally:
                 self.cache.release()
             if card is not None and hasattr(self.store, "mark_used"):
                 try:
                     self.store.mark_used(card.id)
-                except Exception as error:  # bookkeeping must not fail a finished image
+                except Exception as error:  # noqa: BLE001 (bookkeeping must not fail a finished image)
                     logger.warning("could not mark %s used: %s", card.id, error)
-            self.last_switch_seconds = switched - start
             return GenerationResult(
                 image=image,
                 seconds=time.perf_counter() - start,
@@ -168,8 +171,10 @@ class PipelineManager:
             return None
         try:
             card = self.store.get(checkpoint_id)
-        except Exception as error:
-            raise ServingError(f"checkpoint {checkpoint_id}: {str(error).splitlines()[0] if str(error) else 'not found'}") from None
+        except KeyError:
+            card = None
+        except Exception as error:  # noqa: BLE001 (any store failure is this request's reason)
+            raise ServingError(f"checkpoint {checkpoint_id}: {one_line(error)}") from None
         if card is None:
             raise ServingError(f"checkpoint {checkpoint_id}: not in the store")
         wanted = base_family(card.base_model)
@@ -194,7 +199,7 @@ class PipelineManager:
             except ServingError:
                 raise
             except Exception as error:
-                raise ServingError(f"checkpoint {card.id}: cannot load {kind}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from error
+                raise ServingError(f"checkpoint {card.id}: cannot load {kind}: {one_line(error)}") from error
             self._put(name, kind, payload)
         self.cache.hold([name])
         return payload
@@ -338,7 +343,13 @@ class PipelineManager:
     def _quantize(self, source_unet, setting: str, protect: str, directory: Path):
         """Quantize a pristine copy of the UNet through TAQ; load the saved variant when one exists."""
         try:
-            from personalq.taq import QuantConfig, calibration_prompts, load_quantized, quantize, save_quantized
+            from personalq.taq import (
+                QuantConfig,
+                calibration_prompts,
+                load_quantized,
+                quantize,
+                save_quantized,
+            )
         except ImportError as error:
             raise ServingError(f"setting {setting} needs the TAQ package, which is not available ({error})") from None
         previous = self.pipe.unet
@@ -365,15 +376,15 @@ class PipelineManager:
     def _run(self, request: GenerationRequest, card, triggers: list[str], protect: bool, progress, cancel) -> tuple[Any, list[str]]:
         guidance = self.default_guidance() if request.guidance is None else request.guidance
         prompt, prompt_2 = self.slots.rewrite(request.prompt)
-        kwargs: dict[str, Any] = dict(
-            prompt=prompt,
-            negative_prompt=request.negative_prompt,
-            num_inference_steps=request.steps,
-            guidance_scale=guidance,
-            generator=torch.Generator("cpu").manual_seed(request.seed),
-            height=request.height,
-            width=request.width,
-        )
+        kwargs: dict[str, Any] = {
+            "prompt": prompt,
+            "negative_prompt": request.negative_prompt,
+            "num_inference_steps": request.steps,
+            "guidance_scale": guidance,
+            "generator": torch.Generator("cpu").manual_seed(request.seed),
+            "height": request.height,
+            "width": request.width,
+        }
         if getattr(self.pipe, "tokenizer_2", None) is not None:
             kwargs["prompt_2"] = prompt_2
         protected = [t for t in triggers if t in request.prompt] if protect else []

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
+from typing import Self
 
-from personalq.serving.requests import GenerationRequest, GenerationResult, ProgressCallback, RequestCancelled, ServingError
+from personalq.serving.requests import (
+    GenerationRequest,
+    GenerationResult,
+    ProgressCallback,
+    RequestCancelled,
+    ServingError,
+)
 
 
 class QueueFull(ServingError):
@@ -97,7 +104,7 @@ class RequestQueue:
             for thread in self._threads:
                 thread.join()
 
-    def __enter__(self) -> RequestQueue:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -128,7 +135,7 @@ class RequestQueue:
                 result = self.manager.generate(handle.request, progress=handle.progress, cancel=handle._cancel)
             except ServingError as error:
                 handle._finish(None, error)
-            except Exception as error:  # the worker must survive anything one request does
+            except Exception as error:  # noqa: BLE001 (the worker must survive anything one request does)
                 handle._finish(None, ServingError(f"{type(error).__name__}: {error}"))
             else:
                 handle._finish(result, None)

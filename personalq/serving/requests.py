@@ -10,6 +10,12 @@ class ServingError(Exception):
     """A request could not be served; the message is the one-line reason shown to the user."""
 
 
+def one_line(error: BaseException) -> str:
+    """An exception as one line for the user: its first message line, else its type."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 class RequestCancelled(ServingError):
     """The request was cancelled before or while it ran."""
 
