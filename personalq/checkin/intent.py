@@ -70,14 +70,48 @@ def _version_number(m: re.Match) -> int:
 def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer: bool = False) -> Intent:
     """`answer=True` parses a reply to a clarification question: no subject slot to fill there."""
     intent = Intent(text)
+    taken = _time_version_order(intent, now)
+    scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
+    _catalog_terms(intent, scan, vocabulary)
+    unknown = _cues_and_synonyms(intent, scan, vocabulary)
+    if not answer and "subject" not in scan.found:
+        for j in unknown:
+            if scan.in_subject_slot(j):
+                tok = scan.toks[j]
+                intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+                break
+    return intent
+
+
+@dataclass
+class _Scan:
+    """The words left after time, version and order phrases, and what is known about each."""
+
+    text: str
+    toks: list[Token]
+    used: set[int] = field(default_factory=set)  # part of a matched term
+    modifiers: set[int] = field(default_factory=set)  # style/look words: may sit between "my" and the subject
+    found: set[str] = field(default_factory=set)  # attributes already constrained
+
+    def in_subject_slot(self, j: int, modifiers: set[int] | None = None) -> bool:
+        """Where a noun names the subject: first, or after "my"/"the" and any style or look words."""
+        skip = self.modifiers if modifiers is None else modifiers
+        k = j - 1
+        while k >= 0 and k in skip:
+            k -= 1
+        return k < 0 or self.toks[k].key in _SUBJECT_SLOT
+
+
+def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
+    """Time, version and order phrases first: they hold digits and words ("first") terms must not take."""
+    text = intent.text
     taken = [False] * len(text)
 
     def take(start: int, end: int) -> None:
         taken[start:end] = [True] * (end - start)
 
     for window, start, end in find_time_phrases(text, now):
-        before = text[:start]
-        used = bool(_USED_BEFORE.search(before)) or window.words.lower().startswith("used")
+        used = bool(_USED_BEFORE.search(text[:start])) or window.words.lower().startswith("used")
         intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
         take(start, end)
     for m in _VERSION.finditer(text):
@@ -88,84 +122,81 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         if any(taken[m.start():m.end()]) or intent.order:
             continue
         word = m.group(1).lower()
-        field_name = "used" if _USE_WORDS.search(text) and not any(c.attribute == "used" for c in intent.constraints) else "created"
-        intent.order = (field_name, "max" if word.startswith(_NEWEST) else "min")
+        by_use = _USE_WORDS.search(text) and not any(c.attribute == "used" for c in intent.constraints)
+        intent.order = ("used" if by_use else "created", "max" if word.startswith(_NEWEST) else "min")
         intent.order_words = m.group(0)
         take(m.start(), m.end())
+    return taken
 
-    toks = [t for t in tokens(text) if not any(taken[t.start:t.end])]
-    used_tok: set[int] = set()
-    modifiers: set[int] = set()  # style/cue words: may sit between "my" and a subject noun
-    found_attrs: set[str] = set()
-    n = len(toks)
+
+def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> None:
+    """The catalog's own subject, style and place terms, longest first."""
+    toks, n = scan.toks, len(scan.toks)
     for i in range(n):
-        if i in used_tok:
+        if i in scan.used:
             continue
         for size in range(min(vocabulary.max_term_len, n - i), 0, -1):
             span = toks[i:i + size]
-            if any(j in used_tok for j in range(i, i + size)) or not _adjacent(text, span):
+            if any(j in scan.used for j in range(i, i + size)) or not _adjacent(scan.text, span):
                 continue
             key = tuple(t.key for t in span)
             hit = vocabulary.exact(key)
             if hit and not all(k in STOP_WORDS for k in key):
                 _add(intent, hit, span, exact=True)
-                found_attrs.add(hit[0])
-                used_tok.update(range(i, i + size))
+                scan.found.add(hit[0])
+                scan.used.update(range(i, i + size))
                 if hit[0] != "subject":
-                    modifiers.update(range(i, i + size))
+                    scan.modifiers.update(range(i, i + size))
                 break
-
     for i in range(n - 1):  # "city streets", "pencil sketch": a plain word beside a place or style is part of it
-        nxt, prev = i + 1, i
-        if i in used_tok and nxt not in used_tok and _covered_by(intent, toks[i], "environment"):
-            used_tok.add(nxt)
-        if nxt in used_tok and prev not in used_tok and _covered_by(intent, toks[nxt], "style") \
-                and toks[prev].key not in vocabulary.cue_words and toks[prev].key not in STOP_WORDS:
-            used_tok.add(prev)
-            modifiers.add(prev)
-    content = [i for i in range(n) if i not in used_tok and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
-    # Synonyms: every unknown word (or two-word phrase) proposes a term; the strongest proposal per
-    # attribute wins, so "pencil" cannot take the subject slot from "seat". A two-word phrase may
-    # hold a description word ("oil paint", "leaded glass") only when it names a style or a place.
-    cue_set = {j for j in content if toks[j].key in vocabulary.cue_words}
-    if "subject" not in found_attrs:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
-        cue_set -= {j for j in cue_set if toks[j].key in vocabulary.subject_words and _in_subject_slot(j, toks, modifiers | cue_set)}
+        if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
+            scan.used.add(i + 1)
+        if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
+                and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS:
+            scan.used.add(i)
+            scan.modifiers.add(i)
+
+
+def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> list[int]:
+    """Description words become look cues; other words may be synonyms. Returns the words left unknown.
+
+    Every unknown word (or two-word phrase) proposes a term; the strongest proposal per attribute
+    wins, so "pencil" cannot take the subject slot from "seat". A two-word phrase may hold a
+    description word ("oil paint", "leaded glass") only when it names a style or a place.
+    """
+    toks = scan.toks
+    content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
+    cues = {j for j in content if toks[j].key in vocabulary.cue_words}
+    if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
+        cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
     proposals = []
     for j in content:
-        if j not in cue_set:
+        if j not in cues:
             hit = vocabulary.similar(toks[j].text.lower())
             if hit:
                 proposals.append((hit[2], hit[0], hit[1], (j,)))
-    for run in _runs(content, toks, text):
+    for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
             singles = [p[0] for p in proposals if p[3] in ((a,), (b,))]
-            if hit and hit[2] > max(singles, default=0.0) and (hit[0] != "subject" or not cue_set & {a, b}):
+            if hit and hit[2] > max(singles, default=0.0) and (hit[0] != "subject" or not cues & {a, b}):
                 proposals.append((hit[2], hit[0], hit[1], (a, b)))
-    modifiers |= cue_set
+    scan.modifiers |= cues
     resolved: set[int] = set()
-    for strength, attribute, key, span in sorted(proposals, key=lambda p: -p[0]):
-        if attribute in found_attrs or resolved.intersection(span):
+    for _, attribute, key, span in sorted(proposals, key=lambda p: -p[0]):
+        if attribute in scan.found or resolved.intersection(span):
             continue
-        if attribute == "subject" and not _in_subject_slot(span[0], toks, modifiers):
+        if attribute == "subject" and not scan.in_subject_slot(span[0]):
             continue
         _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
-        found_attrs.add(attribute)
+        scan.found.add(attribute)
         resolved.update(span)
         if attribute != "subject":
-            modifiers.update(span)
-    for j in sorted(cue_set - resolved):
+            scan.modifiers.update(span)
+    for j in sorted(cues - resolved):
         tok = toks[j]
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
-    unknown = [j for j in content if j not in resolved and j not in cue_set]
-
-    if not answer and "subject" not in found_attrs:
-        for j in unknown:
-            if _in_subject_slot(j, toks, modifiers):
-                tok = toks[j]
-                intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
-                break
-    return intent
+    return [j for j in content if j not in resolved and j not in cues]
 
 
 def _add(intent: Intent, hit: tuple[str, tuple[str, ...]], span: list[Token], exact: bool) -> None:
@@ -180,14 +211,6 @@ def _adjacent(text: str, span: list[Token]) -> bool:
 
 def _covered_by(intent: Intent, tok: Token, attribute: str) -> bool:
     return any(c.attribute == attribute and c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
-
-
-def _in_subject_slot(j: int, toks: list[Token], modifiers: set[int]) -> bool:
-    """Where a noun names the subject: first, or after "my"/"the" and any style or look words."""
-    k = j - 1
-    while k >= 0 and k in modifiers:
-        k -= 1
-    return k < 0 or toks[k].key in _SUBJECT_SLOT
 
 
 def _runs(indices: list[int], toks: list[Token], text: str) -> list[list[int]]:

@@ -315,7 +315,8 @@ def _break(cs: list[Constraint], writer: RequestWriter, rng: random.Random, targ
     if roll < 0.3:
         return [Constraint("absent", rng.choice(v["absent"])), *[c for c in cs if c.kind in ("style", "created", "environment")]]
     if roll < 0.45:
-        return [*[c for c in cs if c.kind != "version"], Constraint("version", rng.randint(writer.records[-1]["version"] + 1, 99))]
+        top = writer.records[-1]["version"]
+        return [*[c for c in cs if c.kind != "version"], Constraint("version", rng.randint(top + 1, max(99, top + 49)))]
     swappable = [c for c in cs if c.kind in ("style", "environment", "color", "created")]
     if not swappable:
         return None
