@@ -126,3 +126,59 @@ def test_few_sample_frechet_distance_equals_the_matrix_square_root_form():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(12, 300)), rng.normal(size=(9, 300)) * 1.3 + 0.2
     assert frechet_distance_few(a, b, lambda x: x) == pytest.approx(frechet_distance(a, b), rel=1e-5)
+
+
+def test_token_sensitivity_aggregates_triggers_over_concepts(bench):
+    from diffusers import StableDiffusionPipeline
+
+    from personalq.eval.quality_bench import load_concepts
+    from personalq.eval.token_sensitivity_bench import CLASS_LABEL, TRIGGER_LABEL, token_sensitivity
+    from personalq.nano.judge import Judge
+
+    pipe = StableDiffusionPipeline.from_pretrained(str(bench["root"] / "model"), local_files_only=True)
+    pipe.set_progress_bar_config(disable=True)
+    concepts = load_concepts(bench["root"] / "concepts.json")
+    records = token_sensitivity(pipe, concepts, Judge.load(bench["judge"]), bits=2, seeds=(0,), steps=2)
+    triggers = [r for r in records if r.token == TRIGGER_LABEL]
+    assert {r.checkpoint for r in triggers} == {c.name for c in concepts} and all(r.is_trigger for r in triggers)
+    assert not any(r.token == CLASS_LABEL for r in records)  # the tiny tokenizer splits "teddy": nothing to relabel
+    assert all(r.drift is not None and r.mse >= 0 for r in records)
+    assert any(r.mse > 0 for r in triggers)  # quantizing the trigger's K/V rows moves the image
+    assert not getattr(pipe.unet, "peft_config", None) or not pipe.unet.active_adapters()
+
+
+def test_e2e_selects_rewrites_and_serves_every_setting(bench, tmp_path):
+    from personalq.eval.e2e_bench import e2e_table, run_e2e, select_all
+    from personalq.eval.quality_bench import JudgeScorer, load_concepts
+    from personalq.nano.judge import Judge
+    from personalq.random_pipelines import tiny_sd15_pipeline
+    from personalq.serving import PipelineManager, ServingConfig
+    from personalq.store import RepoStore
+
+    store = RepoStore.open(tmp_path / "store")
+    for n, style in ((1, "cartoon"), (2, "watercolor")):
+        store.add(bench["root"] / f"teddy{n}.safetensors", meta={
+            "id": f"teddy-v{n}", "triggers": [f"<teddy-v{n}>"], "subject_types": ["teddy"], "style_tags": [style],
+            "description": f"a {style} teddy", "created_at": f"2025-0{n}-10", "category": "teddy", "kind": "lora"})
+    truth = {"checkpoint_id": "teddy-v2", "requires_clarification": False, "no_match": False, "plausible_ids": [],
+             "clarification_answer": None, "final_checkpoint_id": None}
+    requests = [{"instance_id": "r1", "query": "my watercolor teddy in the park", "now": "2026-01-01T00:00:00Z",
+                 "ground_truth": truth, "subject_words": ["teddy"]}]
+    selections = select_all(store, requests)
+    by_selector = {s.selector: s for s in selections}
+    assert by_selector["checkin"].chosen == "teddy-v2" and "<teddy-v2>" in by_selector["checkin"].prompt
+    assert "teddy " not in by_selector["checkin"].prompt.replace("<teddy-v2>", "")
+    assert by_selector["random"].chosen in ("teddy-v1", "teddy-v2")
+    assert f"<{by_selector['random'].chosen}>" in by_selector["random"].prompt
+
+    config = ServingConfig(quantized_dir=tmp_path / "quantized", calibration_prompts=2, calibration_steps=2)
+    manager = PipelineManager.from_pipeline(tiny_sd15_pipeline(0), "sd15", config, store=store)
+    concepts = {f"teddy-v{n}": c for n, c in zip((1, 2), load_concepts(bench["root"] / "concepts.json"))}
+    rows = run_e2e(manager, JudgeScorer(Judge.load(bench["judge"])), selections, concepts, ["W8A8"], steps=2, log=lambda _: None)
+    assert len(rows) == len(selections) * 2  # plain PTQ and TAQ
+    assert {(r["selector"], r["taq"]) for r in rows} == {(s, t) for s in ("random", "checkin") for t in (False, True)}
+    assert {name for name, kind, _ in manager.resident() if kind == "quantized"} >= {
+        "quantized:base:W8A8:none", "quantized:base:W8A8:trigger"}
+    table = e2e_table(rows)
+    for line in ("| random + plain PTQ |", "| Check-in + plain PTQ |", "| random + TAQ |", "| Check-in + TAQ |"):
+        assert line in table

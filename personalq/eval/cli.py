@@ -145,6 +145,64 @@ def bench_tokens_command(
         typer.echo(str(path))
 
 
+def bench_e2e_command(
+    repo: Optional[Path] = typer.Option(None, "--repo", help="Built demo repository folder (default: assets/demo_repo)."),
+    count: int = typer.Option(6, "--count", help="Concepts to write requests for (two requests each)."),
+    settings: str = typer.Option("FP32,W8A8,W4A4", "--settings", help="Comma-separated settings."),
+    seeds: int = typer.Option(1, "--seeds", help="Seeds per request."),
+    steps: int = typer.Option(20, "--steps", help="Denoising steps."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the store copy, quantized UNets, e2e.json and e2e.md."),
+    judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+):
+    """Request -> Check-in (or random) -> rewrite -> served image at each setting, plain PTQ vs TAQ; success by the judge."""
+    import json
+    import time
+
+    import torch
+
+    from personalq.config import personalq_home
+    from personalq.eval.e2e_bench import demo_requests, e2e_table, run_e2e, select_all
+    from personalq.eval.quality_bench import DEMO_CONCEPTS, JudgeScorer, load_concepts
+    from personalq.nano import DEFAULT_GUIDANCE
+    from personalq.serving import PipelineManager, ServingConfig
+    from personalq.serving.manager import parse_setting
+    from personalq.serving.requests import ServingError
+    from personalq.store import RepoStore
+
+    torch.set_num_threads(threads)
+    repo = repo or DEMO_CONCEPTS
+    names = [s.strip().upper() for s in settings.split(",") if s.strip()]
+    try:
+        for name in names:
+            parse_setting(name)
+        concepts = {c.name: c for c in load_concepts(repo)}
+    except (ValueError, ServingError) as error:
+        _fail(str(error))
+    if seeds < 1 or steps < 1 or count < 1:
+        _fail("--seeds, --steps and --count need at least 1")
+    scorer = JudgeScorer(_load_judge(judge))
+    out = out or personalq_home() / "bench" / "e2e"
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    store = RepoStore.open(out / "store")
+    known = {card.id for card in store.cards()}
+    if not set(concepts) <= known:
+        store.import_dir(repo)
+    requests = demo_requests(repo, count)
+    selections = select_all(store, requests)
+    manager = PipelineManager(ServingConfig(base_model="pq-nano", quantized_dir=out / "quantized"), store=store)
+    rows = run_e2e(manager, scorer, selections, concepts, names, seeds=range(seeds), steps=steps, guidance=DEFAULT_GUIDANCE,
+                   log=lambda line: typer.echo(line, err=True))
+    (out / "e2e.json").write_text(json.dumps(rows, indent=1))
+    table = e2e_table(rows)
+    (out / "e2e.md").write_text(table + "\n")
+    typer.echo(f"{len(requests)} requests over {len(concepts)} built checkpoints, {steps} steps, {seeds} seed(s), "
+               f"{torch.get_num_threads()} CPU thread(s), {time.perf_counter() - t0:.0f} s")
+    typer.echo(table)
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("quality")(bench_quality_command)
     bench_app.command("tokens")(bench_tokens_command)
+    bench_app.command("e2e")(bench_e2e_command)

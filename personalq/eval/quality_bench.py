@@ -33,7 +33,7 @@ from personalq.config import ASSETS_DIR
 FP_SETTINGS = ("FP32", "FP16")
 METHODS = {"plain PTQ": "none", "start token": "bos", "TAQ": "trigger", "TAQ + start token": "trigger+bos"}
 """Row name -> TAQ `protect` mode, in the order of the paper's table."""
-DEMO_CONCEPTS = ASSETS_DIR / "demo_repo" / "concepts.json"
+DEMO_CONCEPTS = ASSETS_DIR / "demo_repo"
 CALIBRATION_TRIGGER = "<sks>"
 """Serving calibrates every base UNet on the default prompts around this placeholder trigger."""
 
@@ -108,8 +108,11 @@ def cells_for(size: BenchSize) -> list[Cell]:
 
 
 def load_concepts(path: str | Path) -> list[Concept]:
-    """Concepts from a JSON list of {name, trigger, class_noun, lora, looks}; relative paths are beside the file."""
+    """Concepts from a built demo repository folder, or from a JSON list of {name, trigger, class_noun,
+    lora, looks} (relative LoRA paths are beside the file)."""
     path = Path(path)
+    if path.is_dir():
+        return demo_repo_concepts(path)
     if not path.is_file():
         raise ValueError(f"concept file {path} does not exist")
     try:
@@ -130,9 +133,34 @@ def load_concepts(path: str | Path) -> list[Concept]:
     return concepts
 
 
+def demo_repo_concepts(directory: str | Path) -> list[Concept]:
+    """The built checkpoints of a demo repository with the looks their concept spec gives them;
+    first versions of every category first, so that taking the first n spreads over categories."""
+    from personalq.demo.concepts import demo_concepts
+
+    directory = Path(directory)
+    built = [c for c in demo_concepts() if (directory / f"{c.id}.safetensors").is_file() and (directory / f"{c.id}.yaml").is_file()]
+    if not built:
+        raise ValueError(f"{directory} holds no built demo checkpoint (id.safetensors + id.yaml)")
+    built.sort(key=lambda c: c.version)  # stable: category order is kept within a version
+    return [Concept(c.id, c.trigger, c.category, str(directory / f"{c.id}.safetensors"), tuple(sorted(c.looks.items()))) for c in built]
+
+
+def world_trigger_prompts(n: int, seed: int, trigger: str) -> list[str]:
+    """Prompts in the words PQ-Nano was trained on: a style, the trigger, a place; the looks are never
+    named. Sketches are left out: they are grey, so no judge could find a concept's colour in them."""
+    from personalq.demo.concepts import SCENE_PHRASES
+    from personalq.nano.world import STYLES
+
+    styles = [s for s in STYLES if s != "sketch"]
+    rng = np.random.default_rng([seed, 4049])
+    return [f"a {rng.choice(styles)} {trigger} {SCENE_PHRASES[str(rng.choice(sorted(SCENE_PHRASES)))]}" for _ in range(n)]
+
+
 def bench_prompts(concepts: Sequence[Concept], size: BenchSize, prompts_file: str | Path | None = None) -> list[BenchPrompt]:
-    """Trigger prompts from the held-out pools (or `prompts_file`, one template per line with {trigger}
-    and {class_noun}), plus held-out world captions; each repeated over `size.seeds` seeds."""
+    """Per concept, trigger prompts alternating world words and the held-out calibration pools (or the
+    templates of `prompts_file`, one per line with {trigger} and {class_noun}), plus held-out world
+    captions; each repeated over `size.seeds` seeds."""
     from personalq.eval.alignment import held_out_cases
     from personalq.taq.prompts import held_out_prompts
 
@@ -147,7 +175,9 @@ def bench_prompts(concepts: Sequence[Concept], size: BenchSize, prompts_file: st
         if templates:
             texts = [t.format(trigger=concept.trigger, class_noun=concept.class_noun) for t in templates[: size.trigger_prompts]]
         else:
-            texts = held_out_prompts(size.trigger_prompts, seed=i, trigger=concept.trigger, class_noun=concept.class_noun)
+            world = world_trigger_prompts(size.trigger_prompts, seed=i, trigger=concept.trigger)
+            pools = held_out_prompts(size.trigger_prompts, seed=i, trigger=concept.trigger, class_noun=concept.class_noun)
+            texts = [(world if k % 2 == 0 else pools)[k] for k in range(size.trigger_prompts)]
         prompts += [BenchPrompt(text, seed, concept.name) for text in texts for seed in range(size.seeds)]
     for case in held_out_cases(size.world_captions):
         prompts += [BenchPrompt(case.caption.text, seed, None, case.attrs.as_dict(), case.caption.named) for seed in range(size.seeds)]

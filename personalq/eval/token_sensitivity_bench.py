@@ -3,7 +3,8 @@
 For each concept its LoRA is attached to the float base model and `personalq.taq.analyze` quantizes
 one token's K/V rows at a time. The prompt template is the same for every concept, so once each
 trigger is labelled `<trigger>` and each class noun `<class noun>`, the records line up token by
-token and average over concepts and seeds. Judge-based drift is the drop in the judge's probability
+token and average over concepts and seeds (a class noun is relabelled where the tokenizer keeps it
+one token, as PQ-Nano's does for every world subject). Judge-based drift is the drop in the judge's probability
 for the concept's looks, so it measures the concept fading, not just pixels moving.
 """
 
