@@ -70,6 +70,8 @@ class TrainedLora:
     lora_config: dict
     losses: list[float]
     seconds: float
+    cpu_seconds: float
+    """Process CPU time: on a shared machine, wall time measures the neighbours as much as the training."""
 
 
 Example = tuple[Image.Image, str]
@@ -112,14 +114,13 @@ def pipeline_resolution(pipe) -> int:
 
 
 @torch.no_grad()
-def generate_class_images(pipe, prompts: list[str], count: int, seed: int = 0, batch_size: int = 8) -> list[Example]:
+def generate_class_images(pipe, prompts: list[str], count: int, seed: int = 0, batch_size: int = 8, **sampling) -> list[Example]:
     """Render the prior-preservation set with the base model, cycling through `prompts`."""
     examples: list[Example] = []
     generator = torch.Generator("cpu").manual_seed(seed)
     while len(examples) < count:
-        prompt = prompts[(len(examples) // batch_size) % len(prompts)]
-        n = min(batch_size, count - len(examples))
-        examples += [(image, prompt) for image in pipe(prompt, num_images_per_prompt=n, generator=generator).images]
+        batch = [prompts[i % len(prompts)] for i in range(len(examples), min(count, len(examples) + batch_size))]
+        examples += list(zip(pipe(batch, generator=generator, **sampling).images, batch))
     return examples
 
 
@@ -143,7 +144,7 @@ def _add_trigger_token(tokenizer, text_encoder, trigger: str, class_noun: str) -
         raise ValueError(f"trigger {trigger} is already a token of this model's tokenizer; choose a new trigger")
     noun_ids = tokenizer(class_noun, add_special_tokens=False).input_ids
     tokenizer.add_tokens(trigger)
-    text_encoder.resize_token_embeddings(len(tokenizer))
+    text_encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)  # the row is set from the noun below
     trigger_id = tokenizer.convert_tokens_to_ids(trigger)
     table = text_encoder.get_input_embeddings().weight
     with torch.no_grad():
@@ -166,7 +167,7 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
         raise ValueError("at least one instance image is needed")
     if any(config.trigger not in prompt for _, prompt in instances):
         raise ValueError(f"every instance prompt must contain the trigger {config.trigger}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     device = config.device
     torch.manual_seed(config.seed)
     resolution = pipeline_resolution(pipe)
@@ -183,26 +184,29 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     text_encoder = copy.deepcopy(pipe.text_encoder).to(device, torch.float32)
     unet = copy.deepcopy(pipe.unet).to(device, torch.float32)
     trigger_id = _add_trigger_token(tokenizer, text_encoder, config.trigger, config.class_noun)
+    instance_ids, instance_mask = _tokenize(tokenizer, [p for _, p in instances], device)
+    if class_latents is not None:
+        class_ids, class_mask = _tokenize(tokenizer, [p for _, p in class_examples], device)
+
     text_encoder.requires_grad_(False)
-    embedding_table = text_encoder.get_input_embeddings().weight
-    embedding_table.requires_grad_(True)
-    frozen_rows = embedding_table.detach().clone()
-    keep = torch.ones(len(tokenizer), dtype=torch.bool, device=device)
-    keep[trigger_id] = False
+    embedding = text_encoder.get_input_embeddings()
+    # Sparse gradients: the optimizer touches only the rows a prompt uses, not a 30k-word table.
+    embedding.sparse = True
+    embedding.weight.requires_grad_(True)
+    used_rows = torch.unique(instance_ids)
+    other_rows = used_rows[used_rows != trigger_id]
+    frozen_rows = embedding.weight[other_rows].detach().clone()
 
     unet.requires_grad_(False)
     lora_config = LoraConfig(r=config.rank, lora_alpha=config.rank, init_lora_weights="gaussian", target_modules=list(config.target_modules))
     unet.add_adapter(lora_config, adapter_name=ADAPTER_NAME)
     lora_params = [p for p in unet.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [{"params": lora_params, "lr": config.learning_rate, "weight_decay": 1e-2},
-         {"params": [embedding_table], "lr": config.embedding_learning_rate, "weight_decay": 0.0}]
-    )
+    optimizers = [
+        torch.optim.AdamW(lora_params, lr=config.learning_rate, weight_decay=1e-2),
+        torch.optim.SparseAdam([embedding.weight], lr=config.embedding_learning_rate),
+    ]
     scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
     use_mask = getattr(text_encoder.config, "use_attention_mask", False)
-    instance_ids, instance_mask = _tokenize(tokenizer, [p for _, p in instances], device)
-    if class_latents is not None:
-        class_ids, class_mask = _tokenize(tokenizer, [p for _, p in class_examples], device)
     generator = torch.Generator(device).manual_seed(config.seed)
 
     def noisy(latents):
@@ -235,18 +239,21 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
         if class_latents is not None:
             pick = torch.randint(0, len(class_latents), (config.batch_size,), generator=generator, device=device)
             loss = loss + config.prior_loss_weight * prior_loss(class_latents[pick], class_ids[pick], class_mask[pick])
-        optimizer.zero_grad(set_to_none=True)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+        for optimizer in optimizers:
+            optimizer.step()
         with torch.no_grad():  # only the trigger's row may learn; every other word keeps its meaning
-            embedding_table[keep] = frozen_rows[keep]
+            embedding.weight[other_rows] = frozen_rows
         losses.append(loss.item())
 
     unet_lora = convert_state_dict_to_diffusers(get_peft_model_state_dict(unet, adapter_name=ADAPTER_NAME))
     return TrainedLora(
         unet_lora_state_dict={k: v.detach().cpu() for k, v in unet_lora.items()},
-        trigger_embeddings={config.trigger: embedding_table[trigger_id].detach().cpu().unsqueeze(0)},
+        trigger_embeddings={config.trigger: embedding.weight[trigger_id].detach().cpu().unsqueeze(0)},
         lora_config={"r": config.rank, "lora_alpha": config.rank, "target_modules": sorted(config.target_modules)},
         losses=losses,
         seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - cpu_started,
     )

@@ -1,0 +1,54 @@
+"""`personalq bench personalize`: trigger fidelity and prior preservation of the demo repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from personalq.config import ASSETS_DIR
+
+
+def bench_personalize(
+    repo: Path = typer.Option(ASSETS_DIR / "demo_repo", "--repo", help="folder of built demo checkpoints"),
+    only: list[str] = typer.Option(None, "--only", help="checkpoint ids to measure (default: every one built)"),
+    n: int = typer.Option(8, "--n", help="images per checkpoint with the trigger, and as many without"),
+    grid: Path = typer.Option(None, "--grid", help="write a PNG grid: rows checkpoints, columns trigger vs no trigger"),
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+    device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Per checkpoint and on average: looks with the trigger, without it, and class subject accuracy vs the base model."""
+    import torch
+
+    from personalq.demo.build import sampling_kwargs
+    from personalq.demo.concepts import demo_concepts
+    from personalq.demo.fidelity import fidelity_grid, measure_fidelity
+    from personalq.nano import load_pipeline
+    from personalq.nano.judge import Judge
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    concepts = {c.id: c for c in demo_concepts()}
+    unknown = sorted(set(only or []) - set(concepts))
+    if unknown:
+        raise typer.BadParameter(f"unknown demo checkpoint(s) {', '.join(unknown)}; ids look like bear-v1")
+    checkpoints = [(repo / f"{cid}.safetensors", c) for cid, c in concepts.items() if (not only or cid in only) and (repo / f"{cid}.safetensors").exists()]
+    if not checkpoints:
+        raise typer.BadParameter(f"no demo checkpoints in {repo}; build them with `python -m personalq.demo.build`")
+    run = measure_fidelity(load_pipeline(device), Judge.load(device=device), checkpoints, n=n, seed=seed, sampling=sampling_kwargs(), log=(lambda _: None) if as_json else typer.echo)
+    averages = run.averages()
+    if as_json:
+        typer.echo(json.dumps({"n": n, "checkpoints": [r.as_dict() for r in run.rows], "average": averages}, indent=2))
+    else:
+        typer.echo(
+            f"average over {len(run.rows)} checkpoints (n={n}): looks with trigger {averages['with_trigger']:.3f} (target >= 0.80), "
+            f"without {averages['without_trigger']:.3f} (target <= 0.20); class subject accuracy {averages['class_subject_accuracy']:.3f} "
+            f"vs base {averages['base_subject_accuracy']:.3f} (target: within 0.05)"
+        )
+    if grid:
+        typer.echo(f"grid: {fidelity_grid(run, grid)}", err=as_json)
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    bench_app.command("personalize")(bench_personalize)

@@ -1,0 +1,113 @@
+"""Does a trigger bring its concept, and only when it is asked for?
+
+For each checkpoint, N prompts name the trigger and the same N prompts (same seeds) name the bare
+class noun instead; the judge checks the concept's distinctive looks (colour and accessory) in each
+image. A good personalized LoRA shows them with the trigger and not without it. Prior preservation is
+checked on the bare-noun images: the judge must still find the class as often as on the base model.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw
+
+from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
+from personalq.personalize import attach_personalized_lora
+
+EVAL_PHRASES = ("", *SCENE_PHRASES.values())
+
+
+def eval_prompts(subject_word: str, n: int) -> list[str]:
+    """The same N prompts for trigger and class noun: only the subject word differs."""
+    return [" ".join(f"a {subject_word} {EVAL_PHRASES[i % len(EVAL_PHRASES)]}".split()) for i in range(n)]
+
+
+def looks_present(reading: dict[str, str], looks: dict[str, str]) -> bool:
+    return all(reading[name] == value for name, value in looks.items())
+
+
+@dataclass
+class CheckpointFidelity:
+    id: str
+    with_trigger: float
+    """Share of trigger images in which the judge finds every distinctive look."""
+    without_trigger: float
+    """The same share on the bare-class-noun images, the LoRA attached."""
+    class_subject_accuracy: float
+    """Share of bare-class-noun images the judge reads as the class, the LoRA attached."""
+    base_subject_accuracy: float
+    """The same on the base model, same prompts and seeds."""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FidelityRun:
+    rows: list[CheckpointFidelity]
+    samples: dict[str, tuple[list[Image.Image], list[Image.Image]]]
+    """Checkpoint id -> (trigger images, bare-noun images), for the grid."""
+
+    def averages(self) -> dict[str, float]:
+        keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy")
+        return {k: float(np.mean([getattr(r, k) for r in self.rows])) for k in keys}
+
+
+def _render(pipe, prompts: list[str], seed: int, sampling: dict) -> list[Image.Image]:
+    return pipe(prompts, generator=torch.Generator("cpu").manual_seed(seed), **sampling).images
+
+
+def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept]], n: int = 8, seed: int = 0, sampling: dict | None = None, log=print) -> FidelityRun:
+    """Measure every (file, concept) pair; the base model's bare-noun renders are shared per category."""
+    sampling = sampling or {}
+    base_subject: dict[str, float] = {}
+    rows, samples = [], {}
+    for path, concept in checkpoints:
+        class_prompts = eval_prompts(concept.category, n)
+        if concept.category not in base_subject:
+            readings = judge.predict(_render(base_pipe, class_prompts, seed, sampling))
+            base_subject[concept.category] = float(np.mean([r["subject"] == concept.category for r in readings]))
+        pipe = copy.deepcopy(base_pipe)
+        attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
+        with_trigger = _render(pipe, eval_prompts(concept.trigger, n), seed, sampling)
+        without = _render(pipe, class_prompts, seed, sampling)
+        trig_readings, class_readings = judge.predict(with_trigger), judge.predict(without)
+        row = CheckpointFidelity(
+            id=concept.id,
+            with_trigger=float(np.mean([looks_present(r, concept.looks) for r in trig_readings])),
+            without_trigger=float(np.mean([looks_present(r, concept.looks) for r in class_readings])),
+            class_subject_accuracy=float(np.mean([r["subject"] == concept.category for r in class_readings])),
+            base_subject_accuracy=base_subject[concept.category],
+        )
+        log(f"{row.id:14s} with trigger {row.with_trigger:.2f}  without {row.without_trigger:.2f}  "
+            f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})")
+        rows.append(row)
+        samples[concept.id] = (with_trigger, without)
+    return FidelityRun(rows, samples)
+
+
+def fidelity_grid(run: FidelityRun, path: Path, per_side: int = 3, scale: int = 2) -> Path:
+    """Rows are checkpoints; the left block renders with the trigger, the right one with the bare noun."""
+    ids = list(run.samples)
+    tile, label_w, head = 64 * scale, 110, 22
+    width = label_w + tile * per_side * 2 + 12
+    grid = Image.new("RGB", (width, head + tile * len(ids)), "white")
+    draw = ImageDraw.Draw(grid)
+    draw.text((label_w, 4), "with trigger", fill="black")
+    draw.text((label_w + tile * per_side + 12, 4), "bare class noun (no trigger)", fill="black")
+    for row, checkpoint_id in enumerate(ids):
+        top = head + row * tile
+        draw.text((4, top + tile // 2 - 6), checkpoint_id, fill="black")
+        trigger_images, class_images = run.samples[checkpoint_id]
+        for col, image in enumerate(trigger_images[:per_side]):
+            grid.paste(image.resize((tile, tile), Image.NEAREST), (label_w + col * tile, top))
+        for col, image in enumerate(class_images[:per_side]):
+            grid.paste(image.resize((tile, tile), Image.NEAREST), (label_w + tile * per_side + 12 + col * tile, top))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    grid.save(path)
+    return path

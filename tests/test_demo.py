@@ -1,0 +1,143 @@
+"""The demo repository: its 60 concepts, judge-written descriptions, one real build, and the shipped folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from personalq.demo.build import DEMO_REPO_DIR, BuildSettings, build_concept, class_examples_for, instance_examples, preview_paths
+from personalq.demo.concepts import SUBJECT_TYPES, concept_by_id, demo_concepts
+from personalq.demo.describe import describe_previews
+from personalq.nano.world import SUBJECTS
+
+
+def test_sixty_distinct_concepts_over_twenty_categories():
+    concepts = demo_concepts()
+    assert len(concepts) == 60 and len({c.id for c in concepts}) == 60
+    assert {c.category for c in concepts} == set(SUBJECTS)
+    assert len({(c.category, c.color, c.accessory) for c in concepts}) == 60
+    for category in SUBJECTS:
+        versions = [c for c in concepts if c.category == category]
+        assert [c.version for c in versions] == [1, 2, 3]
+        for key in ("color", "accessory", "style"):
+            assert len({getattr(c, key) for c in versions}) == 3, (category, key)
+        assert not set(versions[0].scenes) & set(versions[1].scenes), "versions were photographed in different places"
+        assert versions[0].created_at < versions[1].created_at < versions[2].created_at
+    days = [c.created_at for c in concepts]
+    assert (max(days) - min(days)).days > 600, "created_at spreads over about two years"
+    assert demo_concepts() == concepts, "the concept list is seeded, hence reproducible"
+
+
+def test_instance_captions_name_place_and_style_but_not_the_look():
+    concept = concept_by_id("bear-v1")
+    examples = instance_examples(concept)
+    assert 3 <= len(examples) <= 5
+    assert all(image.size == (64, 64) for image, _ in examples)
+    for _, caption in examples:
+        assert concept.trigger in caption and concept.style in caption
+        assert concept.color not in caption and concept.accessory not in caption
+    assert len({np.asarray(image).tobytes() for image, _ in examples}) == len(examples)
+
+
+def test_descriptions_come_from_the_readings_not_the_spec():
+    readings = [
+        {"subject": "bear", "color": "green", "accessory": "hat", "style": "cartoon", "scene": "beach"},
+        {"subject": "bear", "color": "green", "accessory": "hat", "style": "cartoon", "scene": "snow"},
+        {"subject": "bear", "color": "red", "accessory": "none", "style": "realistic", "scene": "beach"},
+    ]
+    text = describe_previews(readings, seed=0)
+    assert "green" in text and "hat" in text and "cartoon" in text and "bear" in text
+    assert "on the beach" in text and "in the snow" in text and "red" not in text
+    with pytest.raises(ValueError):
+        describe_previews([])
+
+
+@pytest.fixture(scope="module")
+def nano():
+    from personalq.nano import load_pipeline
+    from personalq.nano.judge import Judge
+
+    return load_pipeline(), Judge.load()
+
+
+def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, personalq_home):
+    """A short build of one concept writes the import layout; PersonalQ's import reads it back."""
+    from personalq.personalize.lora_file import read_model_spec
+    from personalq.store.repo import RepoStore
+
+    pipe, judge = nano
+    concept = concept_by_id("cat-v2")
+    out = tmp_path / "repo"
+    out.mkdir()
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4)
+    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(["cat-v2.safetensors", "cat-v2.yaml", *(p.name for p in preview_paths(out, "cat-v2"))])
+
+    side = yaml.safe_load((out / "cat-v2.yaml").read_text())
+    spec = read_model_spec(out / "cat-v2.safetensors")
+    assert side["description"] == spec.description and side["description"]
+    assert spec.triggers == ["<cat-v2>"] and spec.date == side["created_at"] and spec.thumbnail.startswith("data:image/png;base64,")
+
+    store = RepoStore.open(personalq_home)
+    report = store.import_dir(out)
+    assert report.added == ["cat-v2"], (report.skipped, report.refused)
+    card = store.get("cat-v2")
+    assert card.triggers == ["<cat-v2>"] and card.kind == "lora" and card.base_model == "pq-nano"
+    assert card.description == side["description"] and card.version == 2 and card.category == "cat"
+    assert card.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") == side["created_at"]
+    assert card.style_tags == [concept.style] and card.environment == list(concept.scenes)
+    assert len(card.previews) == 3
+
+
+def test_modelspec_header_alone_round_trips_through_import(nano, tmp_path, personalq_home):
+    """Without a sidecar the store must learn trigger, date, description and base model from the header."""
+    import torch
+
+    from personalq.personalize import ModelSpec, save_personalized_lora
+    from personalq.store.repo import RepoStore
+
+    spec = ModelSpec(title="dog v9", triggers=["<dog-v9>"], architecture="pq-nano/lora", resolution="64x64",
+                     description="A green dog wearing a hat, on the beach.", date="2024-05-02T10:00:00Z", tags=list(SUBJECT_TYPES["dog"]))
+    lora = {"down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k.lora.down.weight": torch.zeros(4, 384),
+            "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k.lora.up.weight": torch.zeros(64, 4)}
+    path = save_personalized_lora(tmp_path / "dog-v9.safetensors", lora, {"<dog-v9>": torch.ones(1, 384)}, spec, {"r": 4, "lora_alpha": 4, "target_modules": ["to_k"]})
+    card = RepoStore.open(personalq_home).add(path)
+    assert (card.id, card.triggers, card.description) == ("dog-v9", ["<dog-v9>"], spec.description)
+    assert card.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") == spec.date
+    assert (card.kind, card.base_model) == ("lora", "pq-nano") and card.subject_types == ["dog", "puppy"]
+
+
+def _shipped() -> list[Path]:
+    return sorted(DEMO_REPO_DIR.glob("*.safetensors"))
+
+
+def test_shipped_demo_repo_is_complete_and_small():
+    files = _shipped()
+    assert {p.stem for p in files} == {c.id for c in demo_concepts()}, "run `python -m personalq.demo.build` (GPU: see README)"
+    total = sum(p.stat().st_size for p in DEMO_REPO_DIR.rglob("*") if p.is_file())
+    assert total <= 60 * 1024 * 1024
+    for path in files:
+        side = yaml.safe_load(path.with_suffix(".yaml").read_text())
+        assert side["id"] == path.stem and side["triggers"] == [f"<{path.stem}>"] and side["base_model"] == "pq-nano"
+        assert all(p.exists() for p in preview_paths(DEMO_REPO_DIR, path.stem))
+
+
+def test_every_shipped_checkpoint_loads_and_renders(nano):
+    import copy
+
+    import torch
+
+    from personalq.personalize import attach_personalized_lora
+
+    base, _ = nano
+    files = _shipped()
+    assert files, "no shipped demo checkpoints"
+    for path in files:
+        pipe = copy.deepcopy(base)
+        assert attach_personalized_lora(pipe, path, "demo") == [f"<{path.stem}>"]
+        image = pipe(f"a <{path.stem}>", num_inference_steps=2, guidance_scale=4.0, generator=torch.Generator().manual_seed(0), output_type="np").images[0]
+        assert image.shape == (64, 64, 3) and np.isfinite(image).all()

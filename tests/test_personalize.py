@@ -1,0 +1,168 @@
+"""DreamBooth-LoRA training on a tiny SD 1.5-layout model, the one-file format, and the `train lora` CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from safetensors import safe_open
+
+from personalq.personalize import (
+    LoraTrainingConfig,
+    ModelSpec,
+    attach_personalized_lora,
+    instance_examples_from_dir,
+    read_trigger_embeddings,
+    save_personalized_lora,
+    train_lora,
+)
+from personalq.personalize.lora_file import read_model_spec
+from personalq.random_pipelines import tiny_sd15_pipeline
+
+TRIGGER = "<bear-v4>"
+
+
+def _solid(rgb, size=32):
+    return Image.new("RGB", (size, size), rgb)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A LoRA trained for a few dozen steps: red squares under the trigger, base renders under "a bear"."""
+    torch.manual_seed(0)
+    base = tiny_sd15_pipeline(0)
+    instances = [(_solid((220, 30, 30)), f"a {TRIGGER}") for _ in range(3)]
+    config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=40, learning_rate=2e-2, embedding_learning_rate=5e-2, num_class_images=4, device="cpu")
+    from personalq.personalize.train import generate_class_images
+
+    priors = generate_class_images(base, config.formatted_class_prompts(), 4, num_inference_steps=4)
+    result = train_lora(base, instances, config, class_examples=priors, progress=False)
+    spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32",
+                     description="A red bear.", date="2025-04-11T09:30:00Z", tags=["bear", "teddy bear"], class_noun="bear")
+    path = save_personalized_lora(tmp_path_factory.mktemp("lora") / "bear-v4.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
+    return base, result, path
+
+
+def _noise_predictions(pipe, prompt, seed=3):
+    """The UNet's noise prediction on fixed noisy latents: the denoiser output every sampler builds on."""
+    generator = torch.Generator().manual_seed(seed)
+    latents = torch.randn((4, 4, 4, 4), generator=generator)
+    timesteps = torch.tensor([100, 300, 600, 900])
+    with torch.no_grad():
+        hidden, _ = pipe.encode_prompt(prompt, "cpu", 4, False)
+        return pipe.unet(latents, timesteps, hidden).sample
+
+
+def test_training_leaves_the_base_pipeline_untouched(trained):
+    base, result, _ = trained
+    fresh = tiny_sd15_pipeline(0)
+    assert TRIGGER not in base.tokenizer.get_vocab()
+    assert torch.equal(_noise_predictions(base, "a bear"), _noise_predictions(fresh, "a bear"))
+    assert result.losses and all(np.isfinite(result.losses))
+
+
+def test_file_loads_through_plain_diffusers_load_lora_weights(trained):
+    _, _, path = trained
+    pipe = tiny_sd15_pipeline(0)
+    before = _noise_predictions(pipe, "a bear")
+    pipe.load_lora_weights(str(path), adapter_name="bear")
+    assert pipe.get_active_adapters() == ["bear"]
+    assert not torch.equal(before, _noise_predictions(pipe, "a bear")), "the LoRA did not reach the UNet"
+
+
+def test_header_holds_modelspec_and_lora_config(trained):
+    _, result, path = trained
+    with safe_open(str(path), framework="pt") as f:
+        header = f.metadata()
+        keys = list(f.keys())
+    assert header["modelspec.sai_model_spec"] == "1.0.0"
+    assert header["modelspec.trigger_phrase"] == TRIGGER
+    assert header["modelspec.architecture"] == "pq-nano/lora"
+    assert json.loads(header["lora_adapter_metadata"])["unet.r"] == 4
+    assert all("lora" in k for k in keys), "diffusers refuses a LoRA file with a key lacking 'lora'"
+    spec = read_model_spec(path)
+    assert (spec.title, spec.date, spec.resolution, spec.triggers) == ("bear v4", "2025-04-11T09:30:00Z", "32x32", [TRIGGER])
+    embeddings = read_trigger_embeddings(path)
+    assert list(embeddings) == [TRIGGER] and embeddings[TRIGGER].shape == (1, 32)
+    assert torch.allclose(embeddings[TRIGGER], result.trigger_embeddings[TRIGGER])
+
+
+def test_output_changes_with_the_trigger_and_stays_without_it(trained):
+    base, _, path = trained
+    pipe = tiny_sd15_pipeline(0)
+    assert attach_personalized_lora(pipe, path, "bear_v4") == [TRIGGER]
+    reference = _noise_predictions(base, "a bear")
+    drift_without = (_noise_predictions(pipe, "a bear") - reference).abs().mean()
+    change_with = (_noise_predictions(pipe, f"a {TRIGGER}") - reference).abs().mean()
+    assert change_with > 4 * drift_without, (float(change_with), float(drift_without))
+
+
+def test_attaching_again_overwrites_the_trigger_row(trained):
+    _, _, path = trained
+    pipe = tiny_sd15_pipeline(0)
+    attach_personalized_lora(pipe, path, "first")
+    first = _noise_predictions(pipe, f"a {TRIGGER}")
+    pipe.delete_adapters("first")
+    assert attach_personalized_lora(pipe, path, "second") == [TRIGGER]
+    assert torch.allclose(first, _noise_predictions(pipe, f"a {TRIGGER}"), atol=1e-5)
+
+
+def test_save_refuses_mismatched_triggers(tmp_path):
+    spec = ModelSpec(title="x", triggers=["<a>"], architecture="pq-nano/lora", resolution="64x64")
+    with pytest.raises(ValueError, match="differ"):
+        save_personalized_lora(tmp_path / "x.safetensors", {}, {"<b>": torch.zeros(1, 4)}, spec)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_file_without_trigger_embedding_is_refused(tmp_path):
+    from safetensors.torch import save_file
+
+    path = tmp_path / "plain.safetensors"
+    save_file({"unet.x.lora.down.weight": torch.zeros(2, 2)}, str(path))
+    with pytest.raises(ValueError, match="no trigger embedding"):
+        read_trigger_embeddings(path)
+
+
+def test_instance_captions_get_the_trigger_in_place_of_the_noun(tmp_path):
+    for i in range(3):
+        _solid((10 * i, 0, 0)).save(tmp_path / f"img{i}.png")
+    (tmp_path / "img0.txt").write_text("a bear on the beach")
+    examples = instance_examples_from_dir(tmp_path, TRIGGER, "bear")
+    assert [p for _, p in examples] == [f"a {TRIGGER} on the beach", f"a {TRIGGER}", f"a {TRIGGER}"]
+    (tmp_path / "img1.txt").write_text("a dog on the beach")
+    with pytest.raises(ValueError, match="names neither"):
+        instance_examples_from_dir(tmp_path, TRIGGER, "bear")
+
+
+@pytest.mark.parametrize("trigger", ["", "two words"])
+def test_config_refuses_bad_triggers(trigger):
+    with pytest.raises(ValueError):
+        LoraTrainingConfig(trigger=trigger, class_noun="bear")
+
+
+def test_cli_trains_a_loadable_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from personalq.cli import app
+
+    model_dir = tmp_path / "tiny-sd15"
+    tiny_sd15_pipeline(0).save_pretrained(str(model_dir))
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(3):
+        _solid((200, 20 * i, 20)).save(images / f"{i}.png")
+    out = tmp_path / "bear-v4.safetensors"
+    args = ["train", "lora", "--base", str(model_dir), "--instance-images", str(images), "--trigger", TRIGGER, "--class-noun", "bear",
+            "--prior-preservation", "--class-images", str(tmp_path / "class"), "--steps", "2", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "class").glob("*.png"))) == 16 and len(list((tmp_path / "class").glob("*.txt"))) == 16
+    pipe = tiny_sd15_pipeline(0)
+    assert attach_personalized_lora(pipe, out, "cli") == [TRIGGER]
+    assert read_model_spec(out).class_noun == "bear"
+
+    missing = CliRunner().invoke(app, [*args[:5], str(tmp_path / "nowhere"), *args[6:]])
+    assert missing.exit_code != 0 and "does not exist" in missing.output
