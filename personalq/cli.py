@@ -16,6 +16,8 @@ app.add_typer(bench_app, name="bench")
 
 # Each module defines `register(app, bench_app)`.
 COMMAND_MODULES = (
+    "personalq.personalize.cli",
+    "personalq.demo.cli",
     "personalq.taq.cli",
     "personalq.serving.cli",
     "personalq.store.cli",
