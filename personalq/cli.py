@@ -24,7 +24,6 @@ COMMAND_MODULES = (
     "personalq.eval.cli",
     "personalq.nano.cli",
     "personalq.checkin.cli",
-    "personalq.nano.cli",
 )
 
 
