@@ -102,6 +102,10 @@ def test_each_constraint_type_selects_the_meant_checkpoint(checkin, text, expect
     assert result.card.id == expected
 
 
+def test_reason_says_how_a_synonym_was_read(checkin):
+    assert "“kitty” (as cat)" in ask(checkin, "my kitty in the garden").reason
+
+
 def test_issue_example_picks_and_rewrites(checkin):
     result = ask(checkin, "my most realistic, recently created bear on forest grass")
     assert result.checkpoint_id == "bear-v2"

@@ -130,8 +130,9 @@ class CheckIn:
         return sorted(satisfying, key=lambda i: (rank.get(i, len(rank)), -snap.cards[i].created_at.timestamp()))
 
     def _why(self, intent: Intent) -> str:
-        words = [c.words for c in intent.constraints]
-        return "the only checkpoint that fits " + (", ".join(f"“{w}”" for w in words) if words else "the request")
+        """The user's words, with the catalog term each synonym was read as: “kitty” (as cat)."""
+        words = [f"“{c.words}”" + ("" if c.exact else f" (as {' '.join(c.value)})") for c in intent.constraints]
+        return "the only checkpoint that fits " + (", ".join(words) if words else "the request")
 
     def _select(self, request: str, intent: Intent, checkpoint_id: str, reason: str) -> CheckInResult:
         card = self.snapshot.cards[checkpoint_id]
