@@ -147,3 +147,8 @@ def test_select_command_json_and_bad_input(small_set, tmp_path):
     assert bad.exit_code == 1 and "not an ISO-8601" in bad.output and len(bad.output.strip().splitlines()) == 1
     missing = runner.invoke(_app(), ["bench", "select", "--catalog", str(tmp_path / "nope.jsonl"), "--prompts", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 1 and "no such file" in missing.output
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"instance_id": "rp_1", "query": "my bear"}\n')
+    lacking = runner.invoke(_app(), ["bench", "select", "--catalog", str(small_set / "catalog.jsonl"), "--prompts", str(broken),
+                                     "--home", str(home)])
+    assert lacking.exit_code == 1 and "request 1 lacks ground_truth" in lacking.output

@@ -124,6 +124,10 @@ def bench_select(
         requests = read_jsonl(prompts)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         _fail(f"{prompts}: not JSONL ({error})")
+    for number, req in enumerate(requests, start=1):
+        missing = [key for key in ("instance_id", "query", "ground_truth") if not isinstance(req, dict) or key not in req]
+        if missing:
+            _fail(f"{prompts}: request {number} lacks {', '.join(missing)}")
     default_now = _parse_now(now)
     if home is None:
         digest = hashlib.sha256(catalog.read_bytes()).hexdigest()[:12]
