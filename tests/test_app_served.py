@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,11 +42,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def app_url(app_assets, tmp_path_factory):  # noqa: F811
     """Start `python app.py` on a free port with a data directory that already holds the test repository."""
-    from personalq.store import RepoStore
-
-    home = tmp_path_factory.mktemp("browser-home")
-    with RepoStore.open(home) as store:
-        assert sorted(store.import_dir(app_assets["demo"]).added) == ["bear-v1", "bear-v2", "dog-v1"]
+    home = tmp_path_factory.mktemp("served-home")
+    shutil.copytree(app_assets["home"], home, dirs_exist_ok=True)
     port = _free_port()
     env = dict(os.environ, PERSONALQ_HOME=str(home), PERSONALQ_HOST="127.0.0.1", PORT=str(port),
                PERSONALQ_BASE_MODEL=str(app_assets["base"]), PERSONALQ_STEPS=str(TINY_STEPS))
@@ -85,13 +83,20 @@ def _textbox(page, elem_id: str):
     return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
 
 
-def _repository_ids(page) -> list[str]:
+def _repository_ids(page, count: int | None = None) -> list[str]:
+    """The ids the Repository tab lists; later calls name the `count` they expect, so a stale list never passes."""
+    from playwright.sync_api import expect
+
     page.get_by_role("tab", name="Repository").click()
     page.click("#repo-filter")
-    page.wait_for_function("() => /\\d+ checkpoint\\(s\\)/.test(document.querySelector('#repo-status').innerText)")
-    time.sleep(0.5)  # the gallery renders right after the count
-    captions = page.locator("#repo-gallery .caption-label").all_inner_texts()
-    return sorted(c.split(" · ")[0] for c in captions)
+    status = page.locator("#repo-status")
+    if count is None:  # the first listing: nothing stale is on screen yet
+        expect(status).to_contain_text(re.compile(r"\d+ checkpoint\(s\)"))
+        count = int(re.search(r"(\d+) checkpoint", status.inner_text()).group(1))
+    captions = page.locator("#repo-gallery .caption-label")
+    expect(captions).to_have_count(count)
+    expect(status).to_contain_text(f"{count} checkpoint(s)")
+    return sorted(c.split(" · ")[0] for c in captions.all_inner_texts())
 
 
 @pytest.mark.browser
@@ -160,7 +165,7 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         _shot(page, "4-upload")
 
         # 5. It is in the repository at once, with its detail view.
-        with_cat = _repository_ids(page)
+        with_cat = _repository_ids(page, len(before) + 1)
         assert with_cat == sorted([*before, "cat-v1"])
         page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
         expect(page.locator("#repo-detail")).to_contain_text("pencil sketch")
@@ -184,7 +189,7 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         page.click("#upload-save")
         expect(page.locator("#upload-status")).to_contain_text("Refused: broken.safetensors: corrupt or truncated")
         _shot(page, "7-bad-upload-refused")
-        assert _repository_ids(page) == with_cat
+        assert _repository_ids(page, len(with_cat)) == with_cat
 
         # 8. Removing asks first; "Keep it" keeps it, "Yes, remove it" removes it.
         page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
@@ -192,12 +197,12 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         expect(page.locator("#repo-cancel")).to_be_visible()
         page.click("#repo-cancel")
         expect(page.locator("#repo-confirm")).to_be_hidden()
-        assert _repository_ids(page) == with_cat
+        assert _repository_ids(page, len(with_cat)) == with_cat
         page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
         page.click("#repo-remove")
         page.click("#repo-confirm")
         expect(page.locator("#repo-status")).to_contain_text("Removed cat-v1.")
-        assert _repository_ids(page) == before
+        assert _repository_ids(page, len(before)) == before
 
         # 9. Settings: a bad value is refused in one line, a good one is saved.
         page.get_by_role("tab", name="Settings").click()

@@ -7,6 +7,7 @@ so all three exercise the real store, Check-in and serving code on the same few 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +94,13 @@ def app_assets(tmp_path_factory):
     horse = write_lora(upload_dir / "horse-v1.safetensors", "horse-v1", UPLOAD_API, seed=10)
     broken = upload_dir / "broken.safetensors"
     broken.write_bytes(cat.read_bytes()[: cat.stat().st_size // 2])  # a truncated download
-    return {"base": base, "demo": demo, "cat": cat, "cat_preview": upload_dir / "cat-v1.png", "horse": horse,
-            "broken": broken}
+    from personalq.store import RepoStore
+
+    home = root / "home-with-demo"  # imported once; tests start from copies (the store keeps paths home-relative)
+    with RepoStore.open(home) as store:
+        assert sorted(store.import_dir(demo).added) == sorted(REPO)
+    return {"base": base, "demo": demo, "home": home, "cat": cat, "cat_preview": upload_dir / "cat-v1.png",
+            "horse": horse, "broken": broken}
 
 
 @pytest.fixture
@@ -103,6 +109,7 @@ def service(app_assets, personalq_home, monkeypatch):
 
     monkeypatch.setenv("PERSONALQ_BASE_MODEL", str(app_assets["base"]))
     monkeypatch.setenv("PERSONALQ_STEPS", str(TINY_STEPS))
+    shutil.copytree(app_assets["home"], personalq_home, dirs_exist_ok=True)
     svc = PersonalQService(home=personalq_home, demo_repo=app_assets["demo"])
     yield svc
     svc.close()
@@ -111,14 +118,18 @@ def service(app_assets, personalq_home, monkeypatch):
 # ---------------------------------------------------------------------------------------------- tests
 
 
-def test_first_start_imports_the_demo_repository_once(service, app_assets):
-    from personalq.service import PersonalQService
+def test_first_start_imports_the_demo_repository_once(app_assets, tmp_path):
+    from personalq.service import AppSettings, PersonalQService
 
-    assert sorted(c.id for c in service.store.cards()) == sorted(REPO)
-    assert service.first_start_import is not None and sorted(service.first_start_import.added) == sorted(REPO)
-    service.remove("dog-v1")
-    service.close()
-    again = PersonalQService(home=service.home, demo_repo=app_assets["demo"])
+    settings = AppSettings(base_model=str(app_assets["base"]))
+    first = PersonalQService(home=tmp_path / "fresh", settings=settings, demo_repo=app_assets["demo"])
+    try:
+        assert sorted(c.id for c in first.store.cards()) == sorted(REPO)
+        assert sorted(first.first_start_import.added) == sorted(REPO)
+        first.remove("dog-v1")
+    finally:
+        first.close()
+    again = PersonalQService(home=tmp_path / "fresh", settings=settings, demo_repo=app_assets["demo"])
     try:
         # A store that is not empty is the user's: a restart must not re-add what they removed.
         assert again.first_start_import is None
