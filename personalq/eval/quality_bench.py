@@ -404,7 +404,7 @@ def main_table(rows: list[dict]) -> str:
     for method in methods:
         cells = []
         for s in settings:
-            row = by.get((s, method)) or (by.get((s, "full precision")) if s in FP_SETTINGS else None)
+            row = by.get((s, method))
             cells += [_pct(row, "trigger_fidelity"), _pct(row, "alignment"), f"{row['fd_effnet']:.1f}"] if row else ["–"] * 3
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -426,6 +426,23 @@ def ablation_table(rows: list[dict], setting: str) -> str:
     for r in rows:
         if r["setting"] == setting:
             lines.append(f"| {r['quantizer']} | {r['method']} | {_pct(r, 'trigger_fidelity')} | {_pct(r, 'alignment')} | {r['fd_effnet']:.1f} |")
+    return "\n".join(lines)
+
+
+def drift_table(run: BenchRun, rows: list[dict]) -> str:
+    """Mean absolute pixel change (0-255) from the full-precision image of the same prompt and seed:
+    a paired, continuous view of what the judge's yes/no fidelity can hide at small sample sizes."""
+    fp = next((r for r in rows if r["setting"] in FP_SETTINGS), None)
+    if fp is None:
+        return "(no full-precision cell to compare with)"
+    load = lambda row: np.load(run.cell_path(Cell(row["setting"], row["method"], row["quantizer"])).with_suffix(".npz"))["images"].astype(float)  # noqa: E731
+    reference = load(fp)
+    trigger = np.array([p.concept is not None for p in run.prompts])
+    lines = ["| setting | method | quantizer | trigger images | plain captions |", "|---|---|---|---:|---:|"]
+    for r in rows:
+        if r is not fp:
+            change = np.abs(load(r) - reference).mean(axis=(1, 2, 3))
+            lines.append(f"| {r['setting']} | {r['method']} | {r['quantizer']} | {change[trigger].mean():.1f} | {change[~trigger].mean():.1f} |")
     return "\n".join(lines)
 
 
@@ -466,6 +483,7 @@ def write_report(run: BenchRun, rows: list[dict]) -> list[Path]:
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     text = "\n\n".join([
         "## Trigger fidelity, alignment and FD-EffNet (means ± 95% interval)", main_table(rows),
+        "## Change from the full-precision image (mean |pixel difference|, 0-255, same prompt and seed)", drift_table(run, rows),
         "## Cost", cost_table(rows),
         f"## Ablation: attention-probability quantizer x protection at {run.size.ablation_setting}",
         ablation_table(rows, run.size.ablation_setting),
