@@ -382,3 +382,13 @@ def test_quantize_a_pipeline_that_already_has_adapters(float_pipe, tmp_path):
     assert not torch.equal(unet_call(pipe, inputs, mask), with_lora)
     with pytest.raises(ValueError, match="unload the LoRA"):
         save_quantized(pipe, tmp_path / "q")
+
+
+def test_float16_setting_saves_and_loads(float_pipe, tmp_path):
+    pipe = quantize(copy.deepcopy(float_pipe), QuantConfig.from_setting("FP16"))
+    assert resident_weight_bytes(pipe.unet) * 2 == resident_weight_bytes(float_pipe.unet)
+    save_quantized(pipe, tmp_path / "fp16")
+    loaded = load_quantized(copy.deepcopy(float_pipe), tmp_path / "fp16")
+    assert loaded.unet.dtype == torch.float16 and loaded.text_encoder.dtype == torch.float16
+    assert all(torch.equal(a, b) for a, b in zip(pipe.unet.state_dict().values(), loaded.unet.state_dict().values()))
+    assert protection_kwargs(loaded, [PROMPT])[PROTECT_KWARG].shape == (2, 77)  # same call signature as any setting
