@@ -93,16 +93,16 @@ class CheckIn:
         satisfying = set(base)
         for _, ids in sorted(sets, key=lambda s: len(s[1])):
             satisfying &= ids
-        ranked = self._rank(request, satisfying)
-        if intent.order and ranked:
+        if intent.order and satisfying:
             field_name, pick = intent.order
-            dated = [i for i in ranked if snap.moment(i, field_name) is not None]
+            dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)
             if dated:
                 chosen = (max if pick == "max" else min)(dated, key=lambda i: snap.moment(i, field_name))
-                return self._select(request, intent, chosen, f"the {intent.order_words} of {len(ranked)} that fit")
-            ranked = []
-        if not ranked:
+                return self._select(request, intent, chosen, f"the {intent.order_words} of {len(satisfying)} that fit")
+            satisfying = set()
+        if not satisfying:
             return self._no_match(request, intent, sets, base)
+        ranked = self._rank(request, satisfying)
         if len(ranked) == 1:
             return self._select(request, intent, ranked[0], self._why(intent))
         if self.reranker is not None:
