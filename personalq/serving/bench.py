@@ -189,16 +189,19 @@ def bench_serve(
     manager = PipelineManager.from_pipeline(pipe, family, config, store=store)
     log(f"{model}: {n_checkpoints} LoRA checkpoints, {n_requests} requests, Zipf {zipf}, {setting}, {steps} steps; warming up")
     manager.generate(GenerationRequest("a photo", setting=setting, steps=steps, height=size, width=size))  # quantize + calibrate once
-    results = [run_managed(manager, requests)]
+    def every_tenth(server):
+        return lambda i: log(f"{server}: {i + 1}/{len(requests)} requests") if (i + 1) % max(1, len(requests) // 10) == 0 else None
+
+    results = [run_managed(manager, requests, every_tenth("PersonalQ serving"))]
     if naive:
-        guidance = requests[0].guidance if requests[0].guidance is not None else 7.5
+        guidance = manager.default_guidance()
         manager._detach_all()  # hand the same base weights, at the same setting, to the naive server
         unet = manager.cache.get(f"quantized:base:{setting.upper()}:trigger") or manager.pipe.unet
         if getattr(unet, "peft_config", None):
             unet.unload_lora()  # the naive server makes its own adapter per request, no slot
         naive_pipe = manager.pipe
         naive_pipe.register_modules(unet=unet)
-        results.append(run_naive(naive_pipe, requests, files, guidance))
+        results.append(run_naive(naive_pipe, requests, files, guidance, every_tenth("naive")))
     return results
 
 

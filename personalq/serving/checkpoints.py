@@ -120,6 +120,14 @@ def _pristine_copy(module):
     return clone
 
 
+def _match_vocabulary(text_encoder, weights: dict[str, torch.Tensor]) -> None:
+    """Size the copied encoder's token table like the file's (the base's holds the trigger slots too)."""
+    table = text_encoder.get_input_embeddings().weight
+    key = next(n for n, p in text_encoder.named_parameters() if p is table)
+    if key in weights and weights[key].shape[0] != table.shape[0]:
+        text_encoder.resize_token_embeddings(weights[key].shape[0], mean_resizing=False)
+
+
 def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> DreamBoothPayload:
     """A full fine-tune as one `.safetensors` or a diffusers folder.
 
@@ -151,6 +159,8 @@ def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> Dream
                 if name not in names:
                     raise ServingError(f"checkpoint {card.id}: has {name} weights but the base model has no {name}")
                 module = _pristine_copy(getattr(pipe, name))
+                if name != "unet":
+                    _match_vocabulary(module, part)
                 module.load_state_dict(part, strict=name == "unet")
                 components[name] = module
     else:
