@@ -5,25 +5,22 @@ serving, LoRA training and TAQ must run for real. Memory and latency do not depe
 and correctness tests only need *a* model of the right shape, so tests and benchmarks build these
 pipelines locally: a tiny one for fast tests, or the full SD 1.5 UNet config for benchmarks.
 
-The CLIP tokenizer is a real byte-level BPE trained here on a small word list (HF `tokenizers`),
-saved in CLIP's vocab/merges layout and loaded with `CLIPTokenizer.from_pretrained(dir)`, so that
-triggers like `<teddybear>` split into several sub-tokens as they do with the real CLIP vocabulary.
+The CLIP tokenizer is a real byte-level BPE with a small vocabulary, in CLIP's vocab/merges layout,
+loaded with `CLIPTokenizer.from_pretrained(dir)`, so that triggers like `<teddybear>` split into
+several sub-tokens as they do with the real CLIP vocabulary.
 """
 
 from __future__ import annotations
 
-import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import torch
 
-_WORDS = (
-    "a an the of in on at with and photo picture painting drawing sketch cartoon realistic watercolor "
-    "bear teddy dog cat person horse car toy watch bag chair house building bridge flower tree mountain "
-    "logo shoe beach forest snow city street park night sky studio desert sitting standing running "
-    "red blue green white brown black yellow small big cute plush style art anime"
-).split()
+from personalq.config import ASSETS_DIR
+
+TINY_CLIP_TOKENIZER_DIR = ASSETS_DIR / "tiny_clip_tokenizer"
 
 SD15_UNET_CONFIG = dict(
     sample_size=64,
@@ -39,34 +36,20 @@ SD15_UNET_CONFIG = dict(
 """The UNet config of runwayml/stable-diffusion-v1-5 (860M parameters), for random-weight benchmarks."""
 
 
-def build_clip_tokenizer(directory: Path | None = None, words: tuple[str, ...] = _WORDS):
-    """Train a tiny CLIP-format BPE tokenizer and load it through `CLIPTokenizer.from_pretrained`."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+def build_clip_tokenizer(directory: Path | None = None):
+    """Load the tiny CLIP-format BPE tokenizer through `CLIPTokenizer.from_pretrained`.
+
+    Its vocab/merges were trained once with HF `tokenizers` on a small word list and ship in
+    `assets/tiny_clip_tokenizer`: the BPE trainer breaks ties in hash order, so training at run time
+    gave a different vocabulary on every call and two "identical" pipelines disagreed.
+    """
     from transformers import CLIPTokenizer
 
     directory = Path(directory or tempfile.mkdtemp(prefix="pq-clip-tok-"))
     directory.mkdir(parents=True, exist_ok=True)
-    bpe = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    trainer = trainers.BpeTrainer(
-        vocab_size=600,
-        special_tokens=["<|startoftext|>", "<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        end_of_word_suffix="</w>",
-        show_progress=False,
-    )
-    bpe.train_from_iterator([" ".join(words)] * 4, trainer=trainer)
-    saved = json.loads(bpe.to_str())["model"]
-    vocab = dict(saved["vocab"])
-    # CLIP's vocabulary holds every byte both inside a word and at its end.
-    for char in pre_tokenizers.ByteLevel.alphabet():
-        for piece in (char, char + "</w>"):
-            vocab.setdefault(piece, len(vocab))
-    merges = [" ".join(m) if isinstance(m, list) else m for m in saved["merges"]]
-    (directory / "vocab.json").write_text(json.dumps(vocab))
-    (directory / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
-    tokenizer = CLIPTokenizer.from_pretrained(str(directory), model_max_length=77)
-    return tokenizer
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copyfile(TINY_CLIP_TOKENIZER_DIR / name, directory / name)
+    return CLIPTokenizer.from_pretrained(str(directory), model_max_length=77)
 
 
 def _clip_text_encoder(tokenizer, hidden: int, projection: bool, seed: int):
