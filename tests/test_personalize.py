@@ -1,7 +1,12 @@
-"""DreamBooth-LoRA training on a tiny SD 1.5-layout model, the one-file format, and the `train lora` CLI."""
+"""DreamBooth-LoRA training on a tiny SD 1.5-layout model, the one-file format, and the `train lora` CLI.
+
+Pipelines are deep copies of one base: `tiny_sd15_pipeline` trains its BPE tokenizer anew on each
+call and the token ids can differ between calls, which would make prompts incomparable.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -34,8 +39,10 @@ def trained(tmp_path_factory):
     """A LoRA trained for a few dozen steps: red squares under the trigger, base renders under "a bear"."""
     torch.manual_seed(0)
     base = tiny_sd15_pipeline(0)
+    untouched = copy.deepcopy(base)
     instances = [(_solid((220, 30, 30)), f"a {TRIGGER}") for _ in range(3)]
-    config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=40, learning_rate=2e-2, embedding_learning_rate=5e-2, num_class_images=4, device="cpu")
+    config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=40, learning_rate=2e-2, embedding_learning_rate=5e-2,
+                                num_class_images=4, prior_loss_weight=4.0, device="cpu")
     from personalq.personalize.train import generate_class_images
 
     priors = generate_class_images(base, config.formatted_class_prompts(), 4, num_inference_steps=4)
@@ -43,6 +50,7 @@ def trained(tmp_path_factory):
     spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32",
                      description="A red bear.", date="2025-04-11T09:30:00Z", tags=["bear", "teddy bear"], class_noun="bear")
     path = save_personalized_lora(tmp_path_factory.mktemp("lora") / "bear-v4.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
+    assert torch.equal(_noise_predictions(base, "a bear"), _noise_predictions(untouched, "a bear")), "training changed the base pipeline"
     return base, result, path
 
 
@@ -58,15 +66,14 @@ def _noise_predictions(pipe, prompt, seed=3):
 
 def test_training_leaves_the_base_pipeline_untouched(trained):
     base, result, _ = trained
-    fresh = tiny_sd15_pipeline(0)
     assert TRIGGER not in base.tokenizer.get_vocab()
-    assert torch.equal(_noise_predictions(base, "a bear"), _noise_predictions(fresh, "a bear"))
+    assert not getattr(base.unet, "peft_config", None), "the adapter was added to a copy, not to the base UNet"
     assert result.losses and all(np.isfinite(result.losses))
 
 
 def test_file_loads_through_plain_diffusers_load_lora_weights(trained):
-    _, _, path = trained
-    pipe = tiny_sd15_pipeline(0)
+    base, _, path = trained
+    pipe = copy.deepcopy(base)
     before = _noise_predictions(pipe, "a bear")
     pipe.load_lora_weights(str(path), adapter_name="bear")
     assert pipe.get_active_adapters() == ["bear"]
@@ -92,17 +99,17 @@ def test_header_holds_modelspec_and_lora_config(trained):
 
 def test_output_changes_with_the_trigger_and_stays_without_it(trained):
     base, _, path = trained
-    pipe = tiny_sd15_pipeline(0)
+    pipe = copy.deepcopy(base)
     assert attach_personalized_lora(pipe, path, "bear_v4") == [TRIGGER]
     reference = _noise_predictions(base, "a bear")
     drift_without = (_noise_predictions(pipe, "a bear") - reference).abs().mean()
     change_with = (_noise_predictions(pipe, f"a {TRIGGER}") - reference).abs().mean()
-    assert change_with > 4 * drift_without, (float(change_with), float(drift_without))
+    assert change_with > 3 * drift_without, (float(change_with), float(drift_without))
 
 
 def test_attaching_again_overwrites_the_trigger_row(trained):
-    _, _, path = trained
-    pipe = tiny_sd15_pipeline(0)
+    base, _, path = trained
+    pipe = copy.deepcopy(base)
     attach_personalized_lora(pipe, path, "first")
     first = _noise_predictions(pipe, f"a {TRIGGER}")
     pipe.delete_adapters("first")
@@ -160,7 +167,9 @@ def test_cli_trains_a_loadable_file(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert len(list((tmp_path / "class").glob("*.png"))) == 16 and len(list((tmp_path / "class").glob("*.txt"))) == 16
-    pipe = tiny_sd15_pipeline(0)
+    from personalq.personalize.cli import load_base_pipeline
+
+    pipe = load_base_pipeline(str(model_dir))
     assert attach_personalized_lora(pipe, out, "cli") == [TRIGGER]
     assert read_model_spec(out).class_noun == "bear"
 

@@ -76,6 +76,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shipped file from other users
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

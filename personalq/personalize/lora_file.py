@@ -116,6 +116,7 @@ def save_personalized_lora(
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata=header)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shipped file from other users
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
