@@ -9,8 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from app import render
-from personalq.service import AppError, PersonalQService, Progress, SettingsError, llm_key_status
-from personalq.service.app_service import FORM_FIELDS
+from personalq.service import FORM_FIELDS, AppError, PersonalQService, Progress, SettingsError, llm_key_status
 
 FORM_LABELS = {
     "id": "Name (id)",

@@ -5,11 +5,11 @@
     for event in service.session_generate_events(session_id, setting="W8A8"): ...
 """
 
-from personalq.service.app_service import AppError, PersonalQService, Progress, Rendered, describe
+from personalq.service.app_service import FORM_FIELDS, AppError, PersonalQService, Progress, Rendered, describe
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
 from personalq.service.settings import AppSettings, SettingsError, llm_key_status
 
 __all__ = [
-    "AppError", "AppSettings", "ChatReply", "ChatSession", "OptionCard", "PersonalQService", "Progress",
+    "FORM_FIELDS", "AppError", "AppSettings", "ChatReply", "ChatSession", "OptionCard", "PersonalQService", "Progress",
     "Rendered", "SettingsError", "describe", "llm_key_status",
 ]
