@@ -232,7 +232,8 @@ def main(
     try:
         build_demo_repo(out, only, BuildSettings(steps=steps, rank=rank, device=device))
     except ValueError as error:
-        raise typer.BadParameter(str(error)) from error
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
 
 
 if __name__ == "__main__":

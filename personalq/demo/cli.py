@@ -32,10 +32,12 @@ def bench_personalize(
     concepts = {c.id: c for c in demo_concepts()}
     unknown = sorted(set(only or []) - set(concepts))
     if unknown:
-        raise typer.BadParameter(f"unknown demo checkpoint(s) {', '.join(unknown)}; ids look like bear-v1")
+        typer.echo(f"error: unknown demo checkpoint(s) {', '.join(unknown)}; ids look like bear-v1", err=True)
+        raise typer.Exit(2)
     checkpoints = [(repo / f"{cid}.safetensors", c) for cid, c in concepts.items() if (not only or cid in only) and (repo / f"{cid}.safetensors").exists()]
     if not checkpoints:
-        raise typer.BadParameter(f"no demo checkpoints in {repo}; build them with `python -m personalq.demo.build`")
+        typer.echo(f"error: no demo checkpoints in {repo}; build them with `python -m personalq.demo.build`", err=True)
+        raise typer.Exit(2)
     run = measure_fidelity(load_pipeline(device), Judge.load(device=device), checkpoints, n=n, seed=seed, sampling=sampling_kwargs(), log=(lambda _: None) if as_json else typer.echo)
     averages = run.averages()
     if as_json:

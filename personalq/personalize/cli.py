@@ -47,14 +47,15 @@ def train_lora_command(
     from personalq.personalize import LoraTrainingConfig, ModelSpec, generate_class_images, instance_examples_from_dir, save_personalized_lora, train_lora
     from personalq.personalize.train import examples_from_dir, pipeline_resolution
 
-    if out.suffix != ".safetensors":
-        raise typer.BadParameter(f"--out must end in .safetensors, got {out.name}")
     try:
+        if out.suffix != ".safetensors":
+            raise ValueError(f"--out must end in .safetensors, got {out.name}")
         config = LoraTrainingConfig(trigger=trigger, class_noun=class_noun, rank=rank, steps=steps, prior_preservation=prior_preservation, seed=seed)
         instances = instance_examples_from_dir(instance_images, trigger, class_noun)
         pipe = load_base_pipeline(base)
     except (ValueError, OSError) as error:
-        raise typer.BadParameter(str(error)) from error
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
     priors = None
     if prior_preservation and class_images is not None:
         # DreamBooth's class folder: reuse what earlier runs rendered, render only what is missing.
