@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import yaml
 
-from personalq.demo.build import DEMO_REPO_DIR, BuildSettings, build_concept, class_examples_for, instance_examples, preview_paths
+from personalq.demo.build import (
+    DEMO_REPO_DIR,
+    BuildSettings,
+    build_concept,
+    class_examples_for,
+    instance_examples,
+    preview_paths,
+)
 from personalq.demo.concepts import SUBJECT_TYPES, concept_by_id, demo_concepts
 from personalq.demo.describe import describe_previews
 from personalq.nano.world import SUBJECTS

@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import torch
 import typer
@@ -30,10 +31,22 @@ import yaml
 from PIL import Image
 
 from personalq.config import ASSETS_DIR
-from personalq.demo.concepts import SCENE_PHRASES, SUBJECT_TYPES, DemoConcept, demo_concepts
+from personalq.demo.concepts import (
+    SCENE_PHRASES,
+    SUBJECT_TYPES,
+    DemoConcept,
+    demo_concepts,
+)
 from personalq.demo.describe import describe_previews
 from personalq.nano.world import render
-from personalq.personalize import LoraTrainingConfig, ModelSpec, attach_personalized_lora, generate_class_images, save_personalized_lora, train_lora
+from personalq.personalize import (
+    LoraTrainingConfig,
+    ModelSpec,
+    attach_personalized_lora,
+    generate_class_images,
+    save_personalized_lora,
+    train_lora,
+)
 
 DEMO_REPO_DIR = ASSETS_DIR / "demo_repo"
 INSTANCE_IMAGES = 4
@@ -222,11 +235,11 @@ def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None
 
 
 def main(
-    out: Path = typer.Option(DEMO_REPO_DIR, "--out", help="folder to build into (resumes what is there)"),
-    only: list[str] = typer.Option(None, "--only", help="concept ids to build, e.g. --only bear-v1 --only bear-v2"),
-    steps: int = typer.Option(BuildSettings.steps, "--steps"),
-    rank: int = typer.Option(BuildSettings.rank, "--rank"),
-    device: str = typer.Option(BuildSettings().device, "--device"),
+    out: Annotated[Path, typer.Option("--out", help="folder to build into (resumes what is there)")] = DEMO_REPO_DIR,
+    only: Annotated[list[str] | None, typer.Option("--only", help="concept ids to build, e.g. --only bear-v1 --only bear-v2")] = None,
+    steps: Annotated[int, typer.Option("--steps")] = BuildSettings.steps,
+    rank: Annotated[int, typer.Option("--rank")] = BuildSettings.rank,
+    device: Annotated[str, typer.Option("--device")] = BuildSettings().device,
 ) -> None:
     """Build the 60-checkpoint demo repository (skips concepts already built; safe to run in parallel)."""
     try:

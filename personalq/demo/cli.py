@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,13 +12,13 @@ from personalq.config import ASSETS_DIR
 
 
 def bench_personalize(
-    repo: Path = typer.Option(ASSETS_DIR / "demo_repo", "--repo", help="folder of built demo checkpoints"),
-    only: list[str] = typer.Option(None, "--only", help="checkpoint ids to measure (default: every one built)"),
-    n: int = typer.Option(8, "--n", help="images per checkpoint with the trigger, and as many without"),
-    grid: Path = typer.Option(None, "--grid", help="write a PNG grid: rows checkpoints, columns trigger vs no trigger"),
-    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
-    device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)"),
-    seed: int = typer.Option(0, "--seed"),
+    repo: Annotated[Path, typer.Option("--repo", help="folder of built demo checkpoints")] = ASSETS_DIR / "demo_repo",
+    only: Annotated[list[str] | None, typer.Option("--only", help="checkpoint ids to measure (default: every one built)")] = None,
+    n: Annotated[int, typer.Option("--n", help="images per checkpoint with the trigger, and as many without")] = 8,
+    grid: Annotated[Path | None, typer.Option("--grid", help="write a PNG grid: rows checkpoints, columns trigger vs no trigger")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
+    device: Annotated[str | None, typer.Option("--device", help="cpu or cuda (default: cuda when present)")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Per checkpoint and on average: looks with the trigger, without it, and class subject accuracy vs the base model."""
     import torch

@@ -4,8 +4,19 @@
 serving and the store read.
 """
 
-from personalq.personalize.lora_file import ModelSpec, attach_personalized_lora, read_trigger_embeddings, save_personalized_lora
-from personalq.personalize.train import LoraTrainingConfig, TrainedLora, generate_class_images, instance_examples_from_dir, train_lora
+from personalq.personalize.lora_file import (
+    ModelSpec,
+    attach_personalized_lora,
+    read_trigger_embeddings,
+    save_personalized_lora,
+)
+from personalq.personalize.train import (
+    LoraTrainingConfig,
+    TrainedLora,
+    generate_class_images,
+    instance_examples_from_dir,
+    train_lora,
+)
 
 __all__ = [
     "LoraTrainingConfig",

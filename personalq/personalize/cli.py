@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -30,21 +31,28 @@ def architecture_of(base: str, pipe) -> str:
 
 
 def train_lora_command(
-    base: str = typer.Option(..., "--base", help="'pq-nano' or a diffusers model folder (e.g. SD 1.5)"),
-    instance_images: Path = typer.Option(..., "--instance-images", help="folder of 3-5 images; name.txt beside name.png is its caption"),
-    trigger: str = typer.Option(..., "--trigger", help='the new token, e.g. "<bear-v4>"'),
-    class_noun: str = typer.Option(..., "--class-noun", help="what the concept is, e.g. bear"),
-    out: Path = typer.Option(..., "--out", help="the .safetensors file to write"),
-    prior_preservation: bool = typer.Option(False, "--prior-preservation/--no-prior-preservation", help="also train on base-model renders of the class noun"),
-    class_images: Path = typer.Option(None, "--class-images", help="folder of class images to reuse (filled with base renders when short)"),
-    rank: int = typer.Option(4, "--rank"),
-    steps: int = typer.Option(300, "--steps"),
-    title: str = typer.Option(None, "--title", help="ModelSpec title (default: the trigger)"),
-    description: str = typer.Option("", "--description"),
-    seed: int = typer.Option(0, "--seed"),
+    base: Annotated[str, typer.Option("--base", help="'pq-nano' or a diffusers model folder (e.g. SD 1.5)")],
+    instance_images: Annotated[Path, typer.Option("--instance-images", help="folder of 3-5 images; name.txt beside name.png is its caption")],
+    trigger: Annotated[str, typer.Option("--trigger", help='the new token, e.g. "<bear-v4>"')],
+    class_noun: Annotated[str, typer.Option("--class-noun", help="what the concept is, e.g. bear")],
+    out: Annotated[Path, typer.Option("--out", help="the .safetensors file to write")],
+    prior_preservation: Annotated[bool, typer.Option("--prior-preservation/--no-prior-preservation", help="also train on base-model renders of the class noun")] = False,
+    class_images: Annotated[Path | None, typer.Option("--class-images", help="folder of class images to reuse (filled with base renders when short)")] = None,
+    rank: Annotated[int, typer.Option("--rank")] = 4,
+    steps: Annotated[int, typer.Option("--steps")] = 300,
+    title: Annotated[str | None, typer.Option("--title", help="ModelSpec title (default: the trigger)")] = None,
+    description: Annotated[str, typer.Option("--description")] = "",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Train a personalized LoRA that binds TRIGGER to the concept in the instance images."""
-    from personalq.personalize import LoraTrainingConfig, ModelSpec, generate_class_images, instance_examples_from_dir, save_personalized_lora, train_lora
+    from personalq.personalize import (
+        LoraTrainingConfig,
+        ModelSpec,
+        generate_class_images,
+        instance_examples_from_dir,
+        save_personalized_lora,
+        train_lora,
+    )
     from personalq.personalize.train import examples_from_dir, pipeline_resolution
 
     try:

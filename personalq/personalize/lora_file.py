@@ -132,7 +132,7 @@ def read_model_spec(path: str | Path) -> ModelSpec:
 def read_trigger_embeddings(path: str | Path) -> dict[str, torch.Tensor]:
     """Trigger -> embedding rows `(n_vectors, hidden)`, canonical trigger first, ready for `load_textual_inversion`."""
     with safe_open(str(path), framework="pt") as f:
-        found = {k[len(TRIGGER_KEY_PREFIX):]: f.get_tensor(k) for k in f.keys() if k.startswith(TRIGGER_KEY_PREFIX)}
+        found = {k[len(TRIGGER_KEY_PREFIX):]: f.get_tensor(k) for k in f.keys() if k.startswith(TRIGGER_KEY_PREFIX)}  # noqa: SIM118 (safe_open is no dict)
         order = ModelSpec.from_header(f.metadata() or {}).triggers
     if not found:
         raise ValueError(f"{path} holds no trigger embedding (no '{TRIGGER_KEY_PREFIX}*' tensor): not a personalized LoRA")
