@@ -23,6 +23,15 @@ def load_base_pipeline(base: str):
     return pipe
 
 
+def base_sampling(base: str) -> dict:
+    """PQ-Nano renders its class images at its own guidance (SD's 7.5 darkens its colours); others use their defaults."""
+    if base != "pq-nano":
+        return {}
+    from personalq.nano import DEFAULT_GUIDANCE, DEFAULT_STEPS
+
+    return {"guidance_scale": DEFAULT_GUIDANCE, "num_inference_steps": DEFAULT_STEPS}
+
+
 def architecture_of(base: str, pipe) -> str:
     """The ModelSpec architecture: SD 1.x LoRAs say so; anything else names its base."""
     if base == "pq-nano":
@@ -65,17 +74,18 @@ def train_lora_command(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
     priors = None
-    if prior_preservation and class_images is not None:
+    if prior_preservation:
         # DreamBooth's class folder: reuse what earlier runs rendered, render only what is missing.
-        class_images.mkdir(parents=True, exist_ok=True)
-        priors = examples_from_dir(class_images, config.formatted_class_prompts()[0])[: config.num_class_images]
+        priors = examples_from_dir(class_images, config.formatted_class_prompts()[0])[: config.num_class_images] if class_images and class_images.is_dir() else []
         missing = config.num_class_images - len(priors)
         if missing > 0:
-            fresh = generate_class_images(pipe, config.formatted_class_prompts(), missing, seed + len(priors))
-            for i, (image, prompt) in enumerate(fresh, start=len(priors)):
-                stem = class_images / f"{class_noun.replace(' ', '_')}-{i:03d}"
-                image.save(stem.with_suffix(".png"))
-                stem.with_suffix(".txt").write_text(prompt)
+            fresh = generate_class_images(pipe, config.formatted_class_prompts(), missing, seed + len(priors), **base_sampling(base))
+            if class_images is not None:
+                class_images.mkdir(parents=True, exist_ok=True)
+                for i, (image, prompt) in enumerate(fresh, start=len(priors)):
+                    stem = class_images / f"{class_noun.replace(' ', '_')}-{i:03d}"
+                    image.save(stem.with_suffix(".png"))
+                    stem.with_suffix(".txt").write_text(prompt)
             priors += fresh
     trained = train_lora(pipe, instances, config, class_examples=priors)
     size = pipeline_resolution(pipe)
