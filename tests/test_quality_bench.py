@@ -141,7 +141,8 @@ def test_token_sensitivity_aggregates_triggers_over_concepts(bench):
     records = token_sensitivity(pipe, concepts, Judge.load(bench["judge"]), bits=2, seeds=(0,), steps=2)
     triggers = [r for r in records if r.token == TRIGGER_LABEL]
     assert {r.checkpoint for r in triggers} == {c.name for c in concepts} and all(r.is_trigger for r in triggers)
-    assert not any(r.token == CLASS_LABEL for r in records)  # the tiny tokenizer splits "teddy": nothing to relabel
+    whole = len(pipe.tokenizer.tokenize("teddy")) == 1  # only a one-token class noun is relabelled
+    assert sum(r.token == CLASS_LABEL for r in records) == (len(concepts) if whole else 0)
     assert all(r.drift is not None and r.mse >= 0 for r in records)
     assert any(r.mse > 0 for r in triggers)  # quantizing the trigger's K/V rows moves the image
     assert not getattr(pipe.unet, "peft_config", None) or not pipe.unet.active_adapters()
@@ -172,12 +173,18 @@ def test_e2e_selects_rewrites_and_serves_every_setting(bench, tmp_path):
     assert f"<{by_selector['random'].chosen}>" in by_selector["random"].prompt
 
     config = ServingConfig(quantized_dir=tmp_path / "quantized", calibration_prompts=2, calibration_steps=2)
-    manager = PipelineManager.from_pipeline(tiny_sd15_pipeline(0), "sd15", config, store=store)
+    managers = []
+
+    def make_manager():
+        managers.append(PipelineManager.from_pipeline(tiny_sd15_pipeline(0), "sd15", config, store=store))
+        return managers[-1]
+
     concepts = {f"teddy-v{n}": c for n, c in zip((1, 2), load_concepts(bench["root"] / "concepts.json"))}
-    rows = run_e2e(manager, JudgeScorer(Judge.load(bench["judge"])), selections, concepts, ["W8A8"], steps=2, log=lambda _: None)
-    assert len(rows) == len(selections) * 2  # plain PTQ and TAQ
+    rows = run_e2e(make_manager, JudgeScorer(Judge.load(bench["judge"])), selections, concepts, ["FP32", "W8A8", "W4A4"], steps=2, log=lambda _: None)
+    assert len(rows) == len(selections) * 2 * 3  # plain PTQ and TAQ at three settings
+    assert not any(r["error"] for r in rows)
     assert {(r["selector"], r["taq"]) for r in rows} == {(s, t) for s in ("random", "checkin") for t in (False, True)}
-    assert {name for name, kind, _ in manager.resident() if kind == "quantized"} >= {
+    assert {name for name, kind, _ in managers[1].resident() if kind == "quantized"} >= {
         "quantized:base:W8A8:none", "quantized:base:W8A8:trigger"}
     table = e2e_table(rows)
     for line in ("| random + plain PTQ |", "| Check-in + plain PTQ |", "| random + TAQ |", "| Check-in + TAQ |"):

@@ -148,7 +148,7 @@ def bench_tokens_command(
 def bench_e2e_command(
     repo: Optional[Path] = typer.Option(None, "--repo", help="Built demo repository folder (default: assets/demo_repo)."),
     count: int = typer.Option(6, "--count", help="Concepts to write requests for (two requests each)."),
-    settings: str = typer.Option("FP32,W8A8,W4A4", "--settings", help="Comma-separated settings."),
+    settings: str = typer.Option("FP32,W8A8,W8A4,W4A4", "--settings", help="Comma-separated settings."),
     seeds: int = typer.Option(1, "--seeds", help="Seeds per request."),
     steps: int = typer.Option(20, "--steps", help="Denoising steps."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for the store copy, quantized UNets, e2e.json and e2e.md."),
@@ -189,10 +189,9 @@ def bench_e2e_command(
     known = {card.id for card in store.cards()}
     if not set(concepts) <= known:
         store.import_dir(repo)
-    requests = demo_requests(repo, count)
+    requests = [r for r in demo_requests(repo, count) if (r["ground_truth"]["checkpoint_id"] or r["ground_truth"]["final_checkpoint_id"]) in concepts]
     selections = select_all(store, requests)
-    manager = PipelineManager(ServingConfig(base_model="pq-nano", quantized_dir=out / "quantized"), store=store)
-    rows = run_e2e(manager, scorer, selections, concepts, names, seeds=range(seeds), steps=steps, guidance=DEFAULT_GUIDANCE,
+    rows = run_e2e(lambda: PipelineManager(ServingConfig(base_model="pq-nano", quantized_dir=out / "quantized"), store=store), scorer, selections, concepts, names, seeds=range(seeds), steps=steps, guidance=DEFAULT_GUIDANCE,
                    log=lambda line: typer.echo(line, err=True))
     (out / "e2e.json").write_text(json.dumps(rows, indent=1))
     table = e2e_table(rows)

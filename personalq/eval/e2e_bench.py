@@ -79,28 +79,40 @@ def select_all(store, requests: Sequence[dict], selectors: Sequence[str] = SELEC
     return selections
 
 
-def run_e2e(manager, scorer, selections: Sequence[Selection], concepts: dict[str, Concept], settings: Sequence[str],
+def run_e2e(make_manager, scorer, selections: Sequence[Selection], concepts: dict[str, Concept], settings: Sequence[str],
             seeds: Sequence[int] = (0,), steps: int = 20, guidance: float | None = None, log=print) -> list[dict]:
-    """One row per selection x setting x (plain PTQ, TAQ) x seed; identical generations are made once."""
-    from personalq.serving import GenerationRequest
+    """One row per selection x setting x (plain PTQ, TAQ) x seed; identical generations are made once.
 
-    made: dict[tuple, tuple[bool, float]] = {}
+    Each setting gets a fresh manager from `make_manager()`: serving makes a quantized variant by
+    deep-copying the base UNet, which fails once the pipeline has generated under
+    `torch.inference_mode` ("Cannot set version_counter for inference tensor"). A generation that
+    fails anyway counts as a failure and keeps its reason.
+    """
+    from personalq.serving import GenerationRequest, ServingError
+
+    made: dict[tuple, tuple[bool, float, str | None]] = {}
     rows = []
     for setting in settings:
+        manager = make_manager()
         for taq in (False, True):
             for sel in selections:
                 for seed in seeds:
-                    success, seconds = False, 0.0
+                    success, seconds, error = False, 0.0, None if sel.chosen is not None else "nothing selected"
                     if sel.chosen is not None:
                         key = (sel.chosen, sel.prompt, setting, taq and setting.upper().startswith("W"), seed, sel.intended)
                         if key not in made:
-                            result = manager.generate(GenerationRequest(sel.prompt, checkpoint_id=sel.chosen, setting=setting, taq=taq,
-                                                                        steps=steps, guidance=guidance, seed=seed))
-                            found = scorer.looks_found([result.image], concepts[sel.intended].looks_dict)[0]
-                            made[key] = (found, result.seconds)
-                        success, seconds = made[key]
+                            try:
+                                result = manager.generate(GenerationRequest(sel.prompt, checkpoint_id=sel.chosen, setting=setting, taq=taq,
+                                                                            steps=steps, guidance=guidance, seed=seed))
+                                found = scorer.looks_found([result.image], concepts[sel.intended].looks_dict)[0]
+                                made[key] = (found, result.seconds, None)
+                            except ServingError as failure:
+                                log(f"{sel.instance_id} at {setting}: {failure}")
+                                made[key] = (False, 0.0, str(failure))
+                        success, seconds, error = made[key]
                     rows.append({"instance_id": sel.instance_id, "selector": sel.selector, "setting": setting, "taq": taq, "seed": seed,
-                                 "intended": sel.intended, "chosen": sel.chosen, "prompt": sel.prompt, "success": success, "seconds": seconds})
+                                 "intended": sel.intended, "chosen": sel.chosen, "prompt": sel.prompt, "success": success,
+                                 "seconds": seconds, "error": error})
         log(f"{setting}: {sum(r['success'] for r in rows if r['setting'] == setting)} successes of "
             f"{sum(r['setting'] == setting for r in rows)}, {len(made)} images so far")
     return rows

@@ -133,15 +133,30 @@ def load_concepts(path: str | Path) -> list[Concept]:
     return concepts
 
 
-def demo_repo_concepts(directory: str | Path) -> list[Concept]:
+def demo_repo_concepts(directory: str | Path, log: Callable[[str], None] = print) -> list[Concept]:
     """The built checkpoints of a demo repository with the looks their concept spec gives them;
-    first versions of every category first, so that taking the first n spreads over categories."""
+    first versions of every category first, so that taking the first n spreads over categories.
+
+    A checkpoint whose sidecar disagrees with today's spec (style or places) was built from an
+    older spec, so its looks are unknown: it is left out with a one-line reason, never scored.
+    """
+    import yaml
+
     from personalq.demo.concepts import demo_concepts
 
     directory = Path(directory)
-    built = [c for c in demo_concepts() if (directory / f"{c.id}.safetensors").is_file() and (directory / f"{c.id}.yaml").is_file()]
+    built = []
+    for c in demo_concepts():
+        sidecar, lora = directory / f"{c.id}.yaml", directory / f"{c.id}.safetensors"
+        if not (sidecar.is_file() and lora.is_file()):
+            continue
+        meta = yaml.safe_load(sidecar.read_text()) or {}
+        if meta.get("style_tags", [None])[0] != c.style or list(meta.get("environment", [])) != list(c.scenes):
+            log(f"{c.id}: left out, built from another concept spec ({meta.get('style_tags')}, {meta.get('environment')})")
+            continue
+        built.append(c)
     if not built:
-        raise ValueError(f"{directory} holds no built demo checkpoint (id.safetensors + id.yaml)")
+        raise ValueError(f"{directory} holds no built demo checkpoint (id.safetensors + id.yaml) of the current concept spec")
     built.sort(key=lambda c: c.version)  # stable: category order is kept within a version
     return [Concept(c.id, c.trigger, c.category, str(directory / f"{c.id}.safetensors"), tuple(sorted(c.looks.items()))) for c in built]
 
