@@ -403,6 +403,8 @@ class PipelineManager:
             return callback_kwargs
 
         kwargs["callback_on_step_end"] = on_step_end
-        with torch.inference_mode():
+        # no_grad, not inference_mode: tensors a module caches during the call must stay ordinary, or
+        # deep-copying that UNet later for a quantized variant fails on "inference tensors".
+        with torch.no_grad():
             image = self.pipe(**kwargs).images[0]
         return image, protected
