@@ -1,7 +1,6 @@
 """DreamBooth-LoRA training on a tiny SD 1.5-layout model, the one-file format, and the `train lora` CLI.
 
-Pipelines are deep copies of one base: `tiny_sd15_pipeline` trains its BPE tokenizer anew on each
-call and the token ids can differ between calls, which would make prompts incomparable.
+Pipelines are deep copies of one base, so every comparison starts from the very same weights and vocabulary.
 """
 
 from __future__ import annotations
