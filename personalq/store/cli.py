@@ -121,7 +121,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: JsonOption = False,
         home: HomeOption = None,
     ) -> None:
-        """Add the entries of a catalog JSONL file (see shared/docs/repo-prompts.md)."""
+        """Add the entries of a catalog JSONL file (see docs/repo-prompts.md)."""
         from personalq.store import StoreError
 
         store = _open(home)
