@@ -1,6 +1,13 @@
 """Check-in: intent-aligned checkpoint selection with clarification, no-match and trigger rewrite."""
 
-from personalq.checkin.checkin import CheckIn, CheckInResult, ClarificationOption, Conversation
-from personalq.checkin.rerank import LiteLLMReranker
+from personalq.lazy import lazy_exports
 
-__all__ = ["CheckIn", "CheckInResult", "ClarificationOption", "Conversation", "LiteLLMReranker"]
+_EXPORTS = {
+    "CheckIn": "personalq.checkin.checkin",
+    "CheckInResult": "personalq.checkin.checkin",
+    "ClarificationOption": "personalq.checkin.checkin",
+    "Conversation": "personalq.checkin.checkin",
+    "LiteLLMReranker": "personalq.checkin.rerank",
+}
+__all__ = list(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

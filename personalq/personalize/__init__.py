@@ -4,28 +4,18 @@
 serving and the store read.
 """
 
-from personalq.personalize.lora_file import (
-    ModelSpec,
-    attach_personalized_lora,
-    read_trigger_embeddings,
-    save_personalized_lora,
-)
-from personalq.personalize.train import (
-    LoraTrainingConfig,
-    TrainedLora,
-    generate_class_images,
-    instance_examples_from_dir,
-    train_lora,
-)
+from personalq.lazy import lazy_exports
 
-__all__ = [
-    "LoraTrainingConfig",
-    "ModelSpec",
-    "TrainedLora",
-    "attach_personalized_lora",
-    "generate_class_images",
-    "instance_examples_from_dir",
-    "read_trigger_embeddings",
-    "save_personalized_lora",
-    "train_lora",
-]
+_EXPORTS = {
+    "ModelSpec": "personalq.personalize.lora_file",
+    "attach_personalized_lora": "personalq.personalize.lora_file",
+    "read_trigger_embeddings": "personalq.personalize.lora_file",
+    "save_personalized_lora": "personalq.personalize.lora_file",
+    "LoraTrainingConfig": "personalq.personalize.train",
+    "TrainedLora": "personalq.personalize.train",
+    "generate_class_images": "personalq.personalize.train",
+    "instance_examples_from_dir": "personalq.personalize.train",
+    "train_lora": "personalq.personalize.train",
+}
+__all__ = list(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -5,24 +5,18 @@
     queue = RequestQueue(manager); handle = queue.submit(request); handle.result(timeout=60)
 """
 
-from personalq.serving.config import ServingConfig
-from personalq.serving.manager import PipelineManager
-from personalq.serving.queue import QueueFull, RequestHandle, RequestQueue
-from personalq.serving.requests import (
-    GenerationRequest,
-    GenerationResult,
-    RequestCancelled,
-    ServingError,
-)
+from personalq.lazy import lazy_exports
 
-__all__ = [
-    "GenerationRequest",
-    "GenerationResult",
-    "PipelineManager",
-    "QueueFull",
-    "RequestCancelled",
-    "RequestHandle",
-    "RequestQueue",
-    "ServingConfig",
-    "ServingError",
-]
+_EXPORTS = {
+    "ServingConfig": "personalq.serving.config",
+    "PipelineManager": "personalq.serving.manager",
+    "QueueFull": "personalq.serving.queue",
+    "RequestHandle": "personalq.serving.queue",
+    "RequestQueue": "personalq.serving.queue",
+    "GenerationRequest": "personalq.serving.requests",
+    "GenerationResult": "personalq.serving.requests",
+    "RequestCancelled": "personalq.serving.requests",
+    "ServingError": "personalq.serving.requests",
+}
+__all__ = list(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

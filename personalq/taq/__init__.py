@@ -7,7 +7,7 @@ which stays full precision. Protection is chosen per call through `protection_kw
 Names resolve lazily so that `personalq --help` does not import torch and diffusers.
 """
 
-import importlib
+from personalq.lazy import lazy_exports
 
 _EXPORTS = {
     "QuantConfig": "personalq.taq.config",
@@ -31,7 +31,4 @@ __all__ = [  # noqa: RUF022 - grouped as in _EXPORTS
 ]
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'personalq.taq' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
