@@ -19,3 +19,18 @@ def personalq_home(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("PERSONALQ_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's torch work on one thread.
+
+    Tiny models are overhead-bound, and on a busy 2-core machine torch's spinning worker threads slow
+    each call many times over.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -9,12 +9,8 @@ from personalq.nano.judge import Judge
 
 
 @pytest.fixture(scope="module")
-def pipe():
-    # One thread: on a busy shared CPU, torch's worker threads spin and slow each step many times over.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield load_pipeline()
-    torch.set_num_threads(threads)
+def pipe(one_torch_thread):
+    return load_pipeline()
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,7 @@ from personalq.eval.fd_effnet import effnet_features, frechet_distance
 from personalq.nano.world import WorldAttributes, render, sample_attributes
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """On a busy shared CPU torch's spinning worker threads slow convolutions many times over."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_frechet_distance_matches_the_sqrtm_formula():

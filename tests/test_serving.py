@@ -31,8 +31,7 @@ def card(cid, path, trigger, kind="lora", base="sd15"):
     return SimpleNamespace(id=cid, triggers=[trigger], trigger=trigger, kind=kind, base_model=base, file_path=Path(path))
 
 
-# One pipeline, copied per manager: `tiny_sd15_pipeline` trains its BPE tokenizer anew on every call
-# and the merges can differ between calls, which would make "same seed, same image" comparisons lie.
+# One pipeline, built once and copied per manager.
 TEMPLATE = tiny_sd15_pipeline(0)
 
 

@@ -33,18 +33,12 @@ PROMPT = "a <sks> dog sitting in the park"
 CALIBRATION = calibration_prompts(2, trigger="<sks>")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models are overhead-bound: on a shared 2-core machine two OpenMP threads spin against each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
 def float_pipe():
-    """One float pipeline; tests deep-copy it (two builds of the tiny pipeline differ in their BPE merges)."""
+    """One float pipeline, built once; tests deep-copy it rather than build their own."""
     return tiny_sd15_pipeline(0)
 
 

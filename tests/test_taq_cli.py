@@ -17,13 +17,7 @@ runner = CliRunner()
 PROMPT = "a <teddybear> sitting in the park"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models are overhead-bound: on a shared 2-core machine two OpenMP threads spin against each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
