@@ -445,6 +445,16 @@ class RepoStore:
             if session.get(CheckpointRow, prepared.context.id) is not None:
                 raise StoreError(f"duplicate id {prepared.context.id!r}: already in the catalog (remove it first or choose another id)")
 
+    def _stage(self, session: Session, values: list[dict], cache_rows: list[dict] | None) -> None:
+        """Write list values and new embedding-cache rows and bump the revision, uncommitted, so the
+        caller can still update Chroma and roll everything back together."""
+        if values:
+            session.execute(insert(CheckpointValue), values)
+        if cache_rows:
+            session.execute(insert(DescriptionEmbedding), cache_rows)
+        self._bump(session)
+        session.flush()
+
     def _commit(self, batch: Sequence[_Prepared], progress: Any = None) -> None:
         """Copy files, embed, write rows and vectors; on any failure undo all of it and raise `StoreError`."""
         created: list[Path] = []
@@ -457,13 +467,7 @@ class RepoStore:
             with Session(self._engine) as session:
                 # Bulk inserts (executemany): ORM objects cost seconds per thousand entries.
                 session.execute(insert(CheckpointRow), [self._row(item, now) for item in batch])
-                values = [value for item in batch for value in self._values(item)]
-                if values:
-                    session.execute(insert(CheckpointValue), values)
-                if cache_rows:
-                    session.execute(insert(DescriptionEmbedding), cache_rows)
-                self._bump(session)
-                session.flush()
+                self._stage(session, [value for item in batch for value in self._values(item)], cache_rows)
                 dense_ids = [item.context.id for item in batch]
                 self._dense.upsert(dense_ids, vectors, [self._dense_meta(item.context.description) for item in batch])
                 session.commit()
@@ -723,13 +727,7 @@ class RepoStore:
                     CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
                 )
             )
-            values = self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS)
-            if values:
-                session.execute(insert(CheckpointValue), values)
-            if cache_rows:
-                session.execute(insert(DescriptionEmbedding), cache_rows)
-            self._bump(session)
-            session.flush()
+            self._stage(session, self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS), cache_rows)
             if vectors is not None:
                 self._dense.upsert([checkpoint_id], vectors, [self._dense_meta(context.description)])
             try:
