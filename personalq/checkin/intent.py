@@ -183,16 +183,24 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                 proposals.append((hit[2], hit[0], hit[1], (a, b)))
     scan.modifiers |= cues
     resolved: set[int] = set()
-    for _, attribute, key, span in sorted(proposals, key=lambda p: -p[0]):
+    deferred = []
+    for proposal in sorted(proposals, key=lambda p: -p[0]):
+        _, attribute, key, span = proposal
         if attribute in scan.found or resolved.intersection(span):
             continue
         if attribute == "subject" and not scan.in_subject_slot(span[0]):
+            deferred.append(proposal)  # a weaker style or place may yet fill the words before it
             continue
         _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
         scan.found.add(attribute)
         resolved.update(span)
         if attribute != "subject":
             scan.modifiers.update(span)
+    for _, attribute, key, span in deferred:  # "my oil paint grizzly": the subject after its style
+        if "subject" not in scan.found and not resolved.intersection(span) and scan.in_subject_slot(span[0]):
+            _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
+            scan.found.add(attribute)
+            resolved.update(span)
     for j in sorted(cues - resolved):
         tok = toks[j]
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
