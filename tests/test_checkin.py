@@ -221,9 +221,9 @@ def test_snapshot_follows_catalog_changes(tmp_path):
     store = RepoStore.open(home=tmp_path / "home")
     store.add_entry(CATALOG[4])
     checkin = CheckIn(store)
-    assert ask(checkin, "my husky").action == "no_match"
-    store.add_entry(CATALOG[5])
-    assert ask(checkin, "my husky").checkpoint_id == "dog-v2"
+    assert ask(checkin, "my wyvern").action == "no_match"  # not "my husky": WordNet knows a husky is a dog
+    store.add_entry(CATALOG[9])
+    assert ask(checkin, "my wyvern").checkpoint_id == "dragon-v1"
 
 
 # --- the LiteLLM path -----------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Check-in knows no subject or style list of its own. It snapshots the store's cards into these
 indexes and resolves a word the catalog does not contain through the embedder (ordinary synonyms:
-"kitty" for cat) or through spelling closeness ("watercolour" for watercolor).
+"kitty" for cat), through spelling closeness ("watercolour" for watercolor), or, for subjects the
+embedder cannot place, through WordNet's noun relations ("steed" is a kind of horse, "timepiece"
+the kind a watch is, "automobile" another name for car).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from personalq.checkin.lexicon import WordNet, wordnet
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -35,6 +39,20 @@ MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 # The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
 BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
+# WordNet links a word to a subject term when the word's usual noun sense (its most frequent one)
+# is a sense of the term or a kind of it at most LEXICON_MAX_UP hypernym steps down ("steed" ->
+# warhorse -> saddle horse -> horse), or is the term's direct hypernym ("timepiece" for watch).
+# Rare senses never count: "elephant" is also a party emblem, "bird" a shuttlecock. Siblings never link: a giraffe
+# and a horse are both ungulates, yet neither is a kind of the other. A catalog term keeps only the
+# senses its own cards agree on: those within LEXICON_SENSE_DEPTH steps of a sense of the category
+# (or sub-type) named beside it, so "knight" (the chess piece, a "horse" too) does not reach a horse.
+LEXICON_MAX_UP = 3
+LEXICON_SENSE_DEPTH = 5
+# With an embedder, the link must also point into one of the word's LEXICON_NEAR_CATEGORIES
+# nearest categories by meaning (each category ranked by its closest term): a sense check on WordNet.
+LEXICON_NEAR_CATEGORIES = 3
+LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embedder is taken before it
+_DEFAULT = object()
 
 
 def norm(token: str) -> str:
@@ -70,11 +88,13 @@ class CatalogVocabulary:
 
     ATTRIBUTES = ("subject", "style", "environment")
 
-    def __init__(self, cards: Sequence, embedder=None):
+    def __init__(self, cards: Sequence, embedder=None, lexicon: WordNet | None = _DEFAULT):
         self.embedder = embedder
+        self.lexicon = wordnet() if lexicon is _DEFAULT else lexicon
         self.terms: dict[str, dict[tuple[str, ...], set[str]]] = {a: defaultdict(set) for a in self.ATTRIBUTES}
         self.labels: dict[tuple[str, tuple[str, ...]], str] = {}
         self.categories: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        self.term_categories: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)  # subject term -> its cards' categories
         self.cue_words: dict[str, set[str]] = defaultdict(set)
         for card in cards:
             fields = {
@@ -88,7 +108,11 @@ class CatalogVocabulary:
                     if key:
                         self.terms[attribute][key].add(card.id)
                         self.labels.setdefault((attribute, key), phrase.lower())
-            self.categories[term_key(card.category)].add(card.id)
+            category = term_key(card.category)
+            self.categories[category].add(card.id)
+            for phrase in fields["subject"]:
+                if term_key(phrase):
+                    self.term_categories[term_key(phrase)].add(category)
             for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
@@ -98,6 +122,9 @@ class CatalogVocabulary:
         self._term_vectors: dict[str, np.ndarray] | None = None
         self._bare_vectors: dict[str, np.ndarray] = {}
         self._word_cache: dict[str, tuple[str, tuple[str, ...], float] | None] = {}
+        self._sense_terms: dict[int, set[tuple[str, ...]]] | None = None  # a term's WordNet sense -> terms
+        self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
+        self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
         for attribute in self.ATTRIBUTES:
@@ -110,7 +137,16 @@ class CatalogVocabulary:
         strength: a spelling match (>= 0.8) beats a meaning match (cosine above its floor, < 0.3)."""
         if phrase in self._word_cache:
             return self._word_cache[phrase]
-        found = self._by_spelling(phrase) or self._by_meaning(phrase)
+        found = self._by_spelling(phrase)
+        if found is None:
+            found = self._by_meaning(phrase)
+            if found is None or (found[0] == "subject" and found[1] not in self.categories):
+                lexical = self._by_lexicon(phrase)
+                if found is None:
+                    found = lexical
+                elif lexical is not None and lexical[1] in self.categories and self.term_categories[found[1]] == {lexical[1]}:
+                    # A word broader than the sub-type the embedder saw ("seat" for "stool") names the category.
+                    found = ("subject", lexical[1], found[2])
         self._word_cache[phrase] = found
         return found
 
@@ -151,6 +187,13 @@ class CatalogVocabulary:
         for (attribute, vectors), query in zip(self._term_vectors.items(), queries):
             scores = vectors @ query
             keys = list(self.terms[attribute])
+            if attribute == "subject":
+                near: list[tuple[str, ...]] = []
+                for i in np.argsort(-scores):
+                    near += [c for c in sorted(self.term_categories[keys[int(i)]]) if c not in near]
+                    if len(near) >= LEXICON_NEAR_CATEGORIES:
+                        break
+                self._near_categories[phrase] = set(near[:LEXICON_NEAR_CATEGORIES])
             top = int(np.argmax(scores))
             margin = float(scores[top]) - MEANING_FLOORS[attribute]
             if margin < best_margin or float(self._bare_vectors[attribute][top] @ bare) < BARE_MEANING_FLOOR:
@@ -164,3 +207,56 @@ class CatalogVocabulary:
                         break
             best, best_margin = (attribute, key, margin), margin
         return best
+
+    def _lexicon_index(self) -> dict[int, set[tuple[str, ...]]]:
+        """The WordNet senses of the catalog's subject terms, each term's senses chosen by its own cards."""
+        if self._sense_terms is not None:
+            return self._sense_terms
+        lex = self.lexicon
+        senses = {key: lex.senses(self.labels[("subject", key)]) for key in self.terms["subject"]}
+        related: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)  # category <-> its sub-types
+        for key, categories in self.term_categories.items():
+            for category in categories - {key}:
+                related[key].add(category)
+                related[category].add(key)
+        below = {o: lex.ancestors(o, LEXICON_SENSE_DEPTH) for offsets in senses.values() for o in offsets}
+        sense_terms: dict[int, set[tuple[str, ...]]] = defaultdict(set)
+        for key, offsets in senses.items():
+            agreed = [o for o in offsets if any(
+                o in below[p] or p in below[o] for other in related[key] for p in senses[other])]
+            for o in agreed or offsets:
+                sense_terms[o].add(key)
+                for parent in lex.synset(o).hypernyms:
+                    self._parent_terms.setdefault(parent, set()).add(key)
+        self._sense_terms = sense_terms
+        return sense_terms
+
+    def _by_lexicon(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The subject term WordNet says a word names: the closest link, if it points into one category."""
+        if self.lexicon is None or not self.terms["subject"]:
+            return None
+        sense_terms = self._lexicon_index()
+        links: dict[tuple[str, ...], tuple[int, bool]] = {}  # term -> (steps, word broader than the term)
+        for sense in self.lexicon.usual_senses(phrase):
+            for offset, steps in self.lexicon.ancestors(sense, LEXICON_MAX_UP).items():
+                for key in sense_terms.get(offset, ()):
+                    if key not in links or steps < links[key][0]:
+                        links[key] = (steps, False)
+            for key in self._parent_terms.get(sense, ()):
+                if key not in links or 1 < links[key][0]:
+                    links[key] = (1, True)
+        if not links:
+            return None
+        steps = min(s for s, _ in links.values())
+        closest = {key: broader for key, (s, broader) in links.items() if s == steps}
+        categories = set().union(*(self.term_categories[key] for key in closest))
+        if len(categories) != 1:
+            return None  # "vehicle" for both the rockets and the bicycles: not this word's to decide
+        category = next(iter(categories))
+        if phrase in self._near_categories and category not in self._near_categories[phrase]:
+            return None  # WordNet's usual sense of "tiger" is a fierce person; the embedder puts it by the cats
+        if len(closest) == 1 and category not in closest and not any(closest.values()):
+            key = next(iter(closest))  # a synonym or a kind of one sub-type: "grizzly" for grizzly bear
+        else:
+            key = category  # the category itself, or a word broader than its sub-types ("seat", "footwear")
+        return "subject", key, LEXICON_STRENGTH - 0.01 * steps
