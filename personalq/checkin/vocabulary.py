@@ -42,10 +42,10 @@ SPELLING_MIN_RATIO = 0.85
 # WordNet links a word to a subject term when the word's usual noun sense (its most frequent one)
 # is a sense of the term or a kind of it at most LEXICON_MAX_UP hypernym steps down ("steed" ->
 # warhorse -> saddle horse -> horse), or is the term's direct hypernym ("timepiece" for watch).
-# Rare senses never count: "elephant" is also a party emblem, "bird" a shuttlecock. Siblings never link: a giraffe
-# and a horse are both ungulates, yet neither is a kind of the other. A catalog term keeps only the
-# senses its own cards agree on: those within LEXICON_SENSE_DEPTH steps of a sense of the category
-# (or sub-type) named beside it, so "knight" (the chess piece, a "horse" too) does not reach a horse.
+# Rare senses never count: "elephant" is also a party emblem, "bird" a shuttlecock. Siblings never
+# link: a giraffe and a horse are both ungulates, yet neither is a kind of the other. A catalog term
+# keeps only the senses its own cards agree on, those within LEXICON_SENSE_DEPTH steps of a sense of
+# the category (or sub-type) named beside it: cats that are tabby cats are not WordNet's "guy" sense.
 LEXICON_MAX_UP = 3
 LEXICON_SENSE_DEPTH = 5
 # With an embedder, the link must also point into one of the word's LEXICON_NEAR_CATEGORIES
@@ -134,7 +134,9 @@ class CatalogVocabulary:
 
     def similar(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The vocabulary term an unknown word or phrase stands for, if any is close enough, with a
-        strength: a spelling match (>= 0.8) beats a meaning match (cosine above its floor, < 0.3)."""
+        strength: a spelling match (>= 0.8) beats a meaning match (cosine above its floor, < 0.3);
+        WordNet (0.07-0.1) places a subject the embedder cannot, and widens the embedder's sub-type
+        to its category when the word is broader."""
         if phrase in self._word_cache:
             return self._word_cache[phrase]
         found = self._by_spelling(phrase)
