@@ -81,7 +81,9 @@ def instance_examples(concept: DemoConcept, seed: int = 0) -> list[tuple[Image.I
 
 
 def preview_prompts(concept: DemoConcept) -> list[str]:
-    return [f"a {concept.trigger} {SCENE_PHRASES[s]}" for s in concept.scenes] + [f"a {concept.trigger}"]
+    """The concept in its own style and places, as its owner trained it; a prompt naming no style
+    would let PQ-Nano draw a grey pencil sketch, and the description would then miss the colour."""
+    return [f"a {concept.style} {concept.trigger} {SCENE_PHRASES[s]}" for s in concept.scenes] + [f"a {concept.style} {concept.trigger}"]
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

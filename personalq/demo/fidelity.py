@@ -2,7 +2,9 @@
 
 For each checkpoint, N prompts name the trigger and the same N prompts (same seeds) name the bare
 class noun instead; the judge checks the concept's distinctive looks (colour and accessory) in each
-image. A good personalized LoRA shows them with the trigger and not without it. Prior preservation is
+image. Every prompt names a style the world draws in colour, cycling through all of them: PQ-Nano
+learned from captions that leave the style out a quarter of the time, so a prompt naming none gets
+a pencil sketch one time in five, and a sketch is grey, so no colour can be found in it. A good personalized LoRA shows them with the trigger and not without it. Prior preservation is
 checked on the bare-noun images: the judge must still find the class as often as on the base model.
 """
 
@@ -17,14 +19,20 @@ import torch
 from PIL import Image, ImageDraw
 
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
+from personalq.nano.world import STYLES, WorldAttributes
 from personalq.personalize import attach_personalized_lora
 
 EVAL_PHRASES = ("", *SCENE_PHRASES.values())
+COLOUR_STYLES = tuple(s for s in STYLES if "color" in WorldAttributes(subject="dog", color="red", style=s).visible())
 
 
 def eval_prompts(subject_word: str, n: int) -> list[str]:
-    """The same N prompts for trigger and class noun: only the subject word differs."""
-    return [" ".join(f"a {subject_word} {EVAL_PHRASES[i % len(EVAL_PHRASES)]}".split()) for i in range(n)]
+    """The same N prompts for trigger and class noun: only the subject word differs. Styles and places
+    cycle independently (4 styles x 9 places), so every concept is tried in styles it was not trained in."""
+    return [
+        " ".join(f"a {COLOUR_STYLES[i % len(COLOUR_STYLES)]} {subject_word} {EVAL_PHRASES[i % len(EVAL_PHRASES)]}".split())
+        for i in range(n)
+    ]
 
 
 def looks_present(reading: dict[str, str], looks: dict[str, str]) -> bool:

@@ -217,28 +217,33 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     def encode(ids, mask):
         return text_encoder(ids, attention_mask=mask if use_mask else None)[0]
 
-    def instance_loss(latents, ids, mask):
-        inputs, noise, timesteps = noisy(latents)
-        target = scheduler.get_velocity(latents, noise, timesteps) if scheduler.config.prediction_type == "v_prediction" else noise
-        return F.mse_loss(unet(inputs, timesteps, encode(ids, mask)).sample, target)
+    def target_for(latents, noise, timesteps):
+        return scheduler.get_velocity(latents, noise, timesteps) if scheduler.config.prediction_type == "v_prediction" else noise
 
-    def prior_loss(latents, ids, mask):
-        inputs, _, timesteps = noisy(latents)
-        with torch.no_grad():
-            hidden = encode(ids, mask)
-            unet.disable_adapters()
-            target = unet(inputs, timesteps, hidden).sample
-            unet.enable_adapters()
-        return F.mse_loss(unet(inputs, timesteps, hidden).sample, target)
+    if class_latents is not None:
+        with torch.no_grad():  # class prompts hold no trigger, and every other row is frozen: their encoding never changes
+            class_hidden = encode(class_ids, class_mask)
 
     unet.train()
     losses = []
     for _ in tqdm(range(config.steps), desc=f"training {config.trigger}", disable=not progress):
         pick = torch.randint(0, len(instances), (config.batch_size,), generator=generator, device=device)
-        loss = instance_loss(instance_latents[pick], instance_ids[pick], instance_mask[pick])
-        if class_latents is not None:
+        inputs, noise, timesteps = noisy(instance_latents[pick])
+        target = target_for(instance_latents[pick], noise, timesteps)
+        hidden = encode(instance_ids[pick], instance_mask[pick])
+        if class_latents is None:
+            loss = F.mse_loss(unet(inputs, timesteps, hidden).sample, target)
+        else:
+            # One student pass over instance and class examples together: on a CPU, small batches cost
+            # mostly per-call overhead, so two passes of 4 take far longer than one of 8.
             pick = torch.randint(0, len(class_latents), (config.batch_size,), generator=generator, device=device)
-            loss = loss + config.prior_loss_weight * prior_loss(class_latents[pick], class_ids[pick], class_mask[pick])
+            class_inputs, _, class_timesteps = noisy(class_latents[pick])
+            with torch.no_grad():
+                unet.disable_adapters()
+                teacher = unet(class_inputs, class_timesteps, class_hidden[pick]).sample
+                unet.enable_adapters()
+            prediction = unet(torch.cat([inputs, class_inputs]), torch.cat([timesteps, class_timesteps]), torch.cat([hidden, class_hidden[pick]])).sample
+            loss = F.mse_loss(prediction[: config.batch_size], target) + config.prior_loss_weight * F.mse_loss(prediction[config.batch_size :], teacher)
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
