@@ -22,7 +22,7 @@ from personalq.serving import (
     ServingConfig,
     ServingError,
 )
-from personalq.serving.bench import CardIndex, bench_serve, write_random_loras
+from personalq.serving.bench import CardIndex, bench_serve, repo_loras, write_random_loras
 
 PROMPT = "a photo of {t} in the snow"
 
@@ -235,6 +235,22 @@ def test_bench_serve_reports_both_servers(tmp_path):
     assert [r.server.split()[0] for r in results] == ["PersonalQ", "naive"]
     for r in results:
         assert r.requests == 6 and r.p95_s >= r.p50_s > 0 and r.peak_resident_bytes > 0 and r.switch_mean_s > 0
+
+
+def test_bench_serve_replays_a_folder_of_built_checkpoints(tmp_path, lora_files):
+    import shutil
+
+    import yaml
+
+    for i, (path, trigger) in enumerate(lora_files[:3]):
+        shutil.copy(path, tmp_path / f"pet-v{i}.safetensors")
+        (tmp_path / f"pet-v{i}.yaml").write_text(yaml.safe_dump({"id": f"pet-v{i}", "triggers": [trigger], "kind": "lora"}))
+    (tmp_path / "orphan.yaml").write_text(yaml.safe_dump({"id": "orphan", "triggers": ["<orphan>"]}))  # no weights file: skipped
+    assert [t for _, t in repo_loras(tmp_path, 3)] == [t for _, t in lora_files[:3]]
+    with pytest.raises(ValueError, match="holds 3 built LoRA checkpoints, fewer than the 4"):
+        repo_loras(tmp_path, 4)
+    results = bench_serve("sd15-tiny", n_requests=4, n_checkpoints=3, setting="FP32", steps=1, workdir=tmp_path / "work", repo=tmp_path, naive=False, log=lambda line: None)
+    assert results[0].requests == 4 and results[0].switch_mean_s > 0
 
 
 def test_quantized_variant_is_made_once_saved_and_reused(store, lora_files, tmp_path, monkeypatch):

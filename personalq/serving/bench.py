@@ -61,6 +61,22 @@ def write_random_loras(pipe, directory: Path, count: int, base_model: str, rank:
     return made
 
 
+def repo_loras(directory: Path, count: int) -> list[tuple[Path, str]]:
+    """The first `count` LoRA checkpoints of a folder of built checkpoints (`id.safetensors` + `id.yaml`,
+    the demo repository's layout), as (path, trigger) pairs: real personalized files to replay."""
+    import yaml
+
+    made = []
+    for sidecar in sorted(Path(directory).glob("*.yaml")):
+        meta = yaml.safe_load(sidecar.read_text()) or {}
+        path = sidecar.with_suffix(".safetensors")
+        if meta.get("kind", "lora") == "lora" and meta.get("triggers") and path.exists():
+            made.append((path, meta["triggers"][0]))
+    if len(made) < count:
+        raise ValueError(f"{directory} holds {len(made)} built LoRA checkpoints, fewer than the {count} asked for")
+    return made[:count]
+
+
 def zipf_workload(n_requests: int, n_checkpoints: int, exponent: float, seed: int = 0) -> list[int]:
     """Checkpoint indices drawn with P(rank k) proportional to 1/k^exponent (a few popular, a long tail)."""
     weights = 1.0 / np.arange(1, n_checkpoints + 1) ** exponent
@@ -164,13 +180,15 @@ def bench_serve(
     seed: int = 0,
     naive: bool = True,
     workdir: Path | None = None,
+    repo: Path | None = None,
     log=print,
 ) -> list[ServeFigures]:
-    """Build the base and a repository of `n_checkpoints` LoRAs, replay the workload through both servers."""
+    """Replay the workload through both servers over `n_checkpoints` LoRAs: the first ones of `repo`
+    (built checkpoints for this base model), or random-weight LoRAs written for the base when no repo is given."""
     workdir = Path(workdir or tempfile.mkdtemp(prefix="pq-bench-serve-"))
     pipe, family, base_name = build_base(model, seed)
     files = {}
-    loras = write_random_loras(pipe, workdir / "loras", n_checkpoints, base_name, seed=seed)
+    loras = repo_loras(repo, n_checkpoints) if repo else write_random_loras(pipe, workdir / "loras", n_checkpoints, base_name, seed=seed)
     cards = {}
     from types import SimpleNamespace
 

@@ -68,6 +68,7 @@ def serve_bench(
     naive: Annotated[bool, typer.Option("--naive/--no-naive", help="Also run the naive load-from-disk server.")] = True,
     seed: Annotated[int, typer.Option()] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON here.")] = None,
+    repo: Annotated[Path | None, typer.Option(help="Folder of built LoRA checkpoints for this model, e.g. assets/demo_repo (default: random-weight LoRAs).")] = None,
 ) -> None:
     """Replay a Zipf workload of LoRA requests: throughput, latency, switch time, peak resident bytes."""
     import json
@@ -78,7 +79,7 @@ def serve_bench(
     budget = None if memory_budget is None else int(memory_budget * 2**20)
     try:
         results = bench_serve(model, requests, checkpoints, zipf, setting, steps, budget, size, device, seed, naive,
-                              log=lambda line: typer.echo(line, err=True))
+                              repo=repo, log=lambda line: typer.echo(line, err=True))
     except (ServingError, ValueError) as error:
         _fail(str(error))
     typer.echo(figures_table(results))
