@@ -99,6 +99,28 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     assert card.style_tags == [concept.style] and card.environment == list(concept.scenes)
     assert len(card.previews) == 3
 
+    from personalq.demo.fidelity import fidelity_grid, measure_fidelity
+
+    run = measure_fidelity(pipe, judge, [(out / "cat-v2.safetensors", concept)], n=2, sampling={"num_inference_steps": 2, "guidance_scale": 4.0}, log=lambda _: None)
+    (row,) = run.rows
+    assert set(row.with_trigger_by_look) == set(concept.looks) == {"color", "accessory"}
+    assert row.with_trigger <= min(row.with_trigger_by_look.values())  # every look at once is rarer than any one
+    assert all(0.0 <= v <= 1.0 for v in (row.with_trigger, row.without_trigger, row.class_subject_accuracy, row.base_subject_accuracy))
+    assert {"with_trigger_color", "with_trigger_accessory"} <= set(run.averages())
+    trigger_images, class_images = run.samples["cat-v2"]
+    assert len(trigger_images) == len(class_images) == 2
+    assert fidelity_grid(run, tmp_path / "grid.png").stat().st_size > 0
+
+
+def test_fidelity_prompts_differ_only_in_the_subject_and_never_ask_for_a_grey_sketch():
+    from personalq.demo.fidelity import COLOUR_STYLES, eval_prompts
+
+    with_trigger, bare = eval_prompts("<cat-v2>", 36), eval_prompts("cat", 36)
+    assert [p.replace("<cat-v2>", "cat") for p in with_trigger] == bare
+    assert "sketch" not in COLOUR_STYLES and len(COLOUR_STYLES) == 4
+    assert all(any(p.startswith(f"a {style} ") for style in COLOUR_STYLES) for p in bare)
+    assert len(set(bare)) == 36  # 4 styles x 9 places, every pairing once
+
 
 def test_modelspec_header_alone_round_trips_through_import(nano, tmp_path, personalq_home):
     """Without a sidecar the store must learn trigger, date, description and base model from the header."""

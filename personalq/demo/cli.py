@@ -45,7 +45,8 @@ def bench_personalize(
         typer.echo(json.dumps({"n": n, "checkpoints": [r.as_dict() for r in run.rows], "average": averages}, indent=2))
     else:
         typer.echo(
-            f"average over {len(run.rows)} checkpoints (n={n}): looks with trigger {averages['with_trigger']:.3f} (target >= 0.80), "
+            f"average over {len(run.rows)} checkpoints (n={n}): looks with trigger {averages['with_trigger']:.3f} (target >= 0.80; "
+            f"colour alone {averages['with_trigger_color']:.3f}, accessory alone {averages['with_trigger_accessory']:.3f}), "
             f"without {averages['without_trigger']:.3f} (target <= 0.20); class subject accuracy {averages['class_subject_accuracy']:.3f} "
             f"vs base {averages['base_subject_accuracy']:.3f} (target: within 0.05)"
         )

@@ -50,6 +50,8 @@ class CheckpointFidelity:
     """Share of bare-class-noun images the judge reads as the class, the LoRA attached."""
     base_subject_accuracy: float
     """The same on the base model, same prompts and seeds."""
+    with_trigger_by_look: dict[str, float]
+    """Each look on its own (colour, accessory) in the trigger images: which one a checkpoint misses."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -63,7 +65,10 @@ class FidelityRun:
 
     def averages(self) -> dict[str, float]:
         keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy")
-        return {k: float(np.mean([getattr(r, k) for r in self.rows])) for k in keys}
+        averages = {k: float(np.mean([getattr(r, k) for r in self.rows])) for k in keys}
+        for look in self.rows[0].with_trigger_by_look if self.rows else ():
+            averages[f"with_trigger_{look}"] = float(np.mean([r.with_trigger_by_look[look] for r in self.rows]))
+        return averages
 
 
 def _render(pipe, prompts: list[str], seed: int, sampling: dict) -> list[Image.Image]:
@@ -91,8 +96,10 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
             without_trigger=float(np.mean([looks_present(r, concept.looks) for r in class_readings])),
             class_subject_accuracy=float(np.mean([r["subject"] == concept.category for r in class_readings])),
             base_subject_accuracy=base_subject[concept.category],
+            with_trigger_by_look={look: float(np.mean([r[look] == value for r in trig_readings])) for look, value in concept.looks.items()},
         )
-        log(f"{row.id:14s} with trigger {row.with_trigger:.2f}  without {row.without_trigger:.2f}  "
+        by_look = "  ".join(f"{look} {share:.2f}" for look, share in row.with_trigger_by_look.items())
+        log(f"{row.id:14s} with trigger {row.with_trigger:.2f} ({by_look})  without {row.without_trigger:.2f}  "
             f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})")
         rows.append(row)
         samples[concept.id] = (with_trigger, without)
