@@ -113,7 +113,8 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
 
 
 def test_fidelity_prompts_differ_only_in_the_subject_and_never_ask_for_a_grey_sketch():
-    from personalq.demo.fidelity import COLOUR_STYLES, eval_prompts
+    from personalq.demo.fidelity import eval_prompts
+    from personalq.nano.world import COLOUR_STYLES
 
     with_trigger, bare = eval_prompts("<cat-v2>", 36), eval_prompts("cat", 36)
     assert [p.replace("<cat-v2>", "cat") for p in with_trigger] == bare

@@ -19,11 +19,10 @@ import torch
 from PIL import Image, ImageDraw
 
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
-from personalq.nano.world import STYLES, WorldAttributes
+from personalq.nano.world import COLOUR_STYLES
 from personalq.personalize import attach_personalized_lora
 
 EVAL_PHRASES = ("", *SCENE_PHRASES.values())
-COLOUR_STYLES = tuple(s for s in STYLES if "color" in WorldAttributes(subject="dog", color="red", style=s).visible())
 
 
 def eval_prompts(subject_word: str, n: int) -> list[str]:

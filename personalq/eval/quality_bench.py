@@ -165,11 +165,10 @@ def world_trigger_prompts(n: int, seed: int, trigger: str) -> list[str]:
     """Prompts in the words PQ-Nano was trained on: a style, the trigger, a place; the looks are never
     named. Sketches are left out: they are grey, so no judge could find a concept's colour in them."""
     from personalq.demo.concepts import SCENE_PHRASES
-    from personalq.nano.world import STYLES
+    from personalq.nano.world import COLOUR_STYLES
 
-    styles = [s for s in STYLES if s != "sketch"]
     rng = np.random.default_rng([seed, 4049])
-    return [f"a {rng.choice(styles)} {trigger} {SCENE_PHRASES[str(rng.choice(sorted(SCENE_PHRASES)))]}" for _ in range(n)]
+    return [f"a {rng.choice(COLOUR_STYLES)} {trigger} {SCENE_PHRASES[str(rng.choice(sorted(SCENE_PHRASES)))]}" for _ in range(n)]
 
 
 def bench_prompts(concepts: Sequence[Concept], size: BenchSize, prompts_file: str | Path | None = None) -> list[BenchPrompt]:

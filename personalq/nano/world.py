@@ -82,6 +82,10 @@ class WorldAttributes:
         return tuple(f.name for f in fields(self) if not (f.name == "color" and self.style == "sketch"))
 
 
+COLOUR_STYLES = tuple(s for s in STYLES if "color" in WorldAttributes(subject=SUBJECTS[0], color="red", style=s).visible())
+"""Styles in which an observer can read a colour: prompts that test a concept's colour name one of these."""
+
+
 def sample_attributes(rng: np.random.Generator, **fixed: str) -> WorldAttributes:
     """Draw every attribute uniformly, except those given (e.g. `subject="bear", color="brown"`)."""
     unknown = set(fixed) - set(VOCAB)
