@@ -58,6 +58,10 @@ def test_descriptions_come_from_the_readings_not_the_spec():
     text = describe_previews(readings, seed=0)
     assert "green" in text and "hat" in text and "cartoon" in text and "bear" in text
     assert "on the beach" in text and "in the snow" in text and "red" not in text
+    orange = [{**r, "color": "orange", "accessory": "none"} for r in readings[:2]]
+    for seed in range(1, 4):  # the seeds the build uses (the version), one template each
+        text = describe_previews(orange, seed=seed)
+        assert "an orange bear" in text.lower() and " a orange" not in text.lower()
     with pytest.raises(ValueError):
         describe_previews([])
 

@@ -7,6 +7,7 @@ so a LoRA that failed to learn its colour gets a description that says the colou
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -41,4 +42,5 @@ def describe_previews(readings: list[dict[str, str]], seed: int = 0) -> str:
         accessory=_ACCESSORY_PHRASES[_majority(readings, "accessory")],
         scenes=" and ".join(SCENE_PHRASES[s] for s in scenes),
     )
+    text = re.sub(r"\b([Aa]) (?=[aeiou])", r"\1n ", text)  # "an orange dog"
     return " ".join(text.replace(" ,", ",").split())
