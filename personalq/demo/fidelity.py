@@ -2,10 +2,12 @@
 
 For each checkpoint, N prompts name the trigger and the same N prompts (same seeds) name the bare
 class noun instead; the judge checks the concept's distinctive looks (colour and accessory) in each
-image. Every prompt names a style the world draws in colour, cycling through all of them: PQ-Nano
-learned from captions that leave the style out a quarter of the time, so a prompt naming none gets
-a pencil sketch one time in five, and a sketch is grey, so no colour can be found in it. A good personalized LoRA shows them with the trigger and not without it. Prior preservation is
-checked on the bare-noun images: the judge must still find the class as often as on the base model.
+image. A good personalized LoRA shows them with the trigger and not without it. Prior preservation
+is checked on the bare-noun images: the judge must still find the class as often as on the base model.
+
+Every prompt names a style the world draws in colour, cycling through all of them: PQ-Nano learned
+from captions that leave the style out a quarter of the time, so a prompt naming none gets a pencil
+sketch one time in five, and a sketch is grey, so no colour can be found in it.
 """
 
 from __future__ import annotations

@@ -64,11 +64,11 @@ def write_random_loras(pipe, directory: Path, count: int, base_model: str, rank:
 def repo_loras(directory: Path, count: int) -> list[tuple[Path, str]]:
     """The first `count` LoRA checkpoints of a folder of built checkpoints (`id.safetensors` + `id.yaml`,
     the demo repository's layout), as (path, trigger) pairs: real personalized files to replay."""
-    import yaml
+    from personalq.store.repo import load_sidecar
 
     made = []
     for sidecar in sorted(Path(directory).glob("*.yaml")):
-        meta = yaml.safe_load(sidecar.read_text()) or {}
+        meta = load_sidecar(sidecar)
         path = sidecar.with_suffix(".safetensors")
         if meta.get("kind", "lora") == "lora" and meta.get("triggers") and path.exists():
             made.append((path, meta["triggers"][0]))
