@@ -228,8 +228,9 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     losses = []
     for _ in tqdm(range(config.steps), desc=f"training {config.trigger}", disable=not progress):
         pick = torch.randint(0, len(instances), (config.batch_size,), generator=generator, device=device)
-        inputs, noise, timesteps = noisy(instance_latents[pick])
-        target = target_for(instance_latents[pick], noise, timesteps)
+        latents = instance_latents[pick]
+        inputs, noise, timesteps = noisy(latents)
+        target = target_for(latents, noise, timesteps)
         hidden = encode(instance_ids[pick], instance_mask[pick])
         if class_latents is None:
             loss = F.mse_loss(unet(inputs, timesteps, hidden).sample, target)
@@ -238,11 +239,12 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
             # mostly per-call overhead, so two passes of 4 take far longer than one of 8.
             pick = torch.randint(0, len(class_latents), (config.batch_size,), generator=generator, device=device)
             class_inputs, _, class_timesteps = noisy(class_latents[pick])
+            class_batch_hidden = class_hidden[pick]
             with torch.no_grad():
                 unet.disable_adapters()
-                teacher = unet(class_inputs, class_timesteps, class_hidden[pick]).sample
+                teacher = unet(class_inputs, class_timesteps, class_batch_hidden).sample
                 unet.enable_adapters()
-            prediction = unet(torch.cat([inputs, class_inputs]), torch.cat([timesteps, class_timesteps]), torch.cat([hidden, class_hidden[pick]])).sample
+            prediction = unet(torch.cat([inputs, class_inputs]), torch.cat([timesteps, class_timesteps]), torch.cat([hidden, class_batch_hidden])).sample
             loss = F.mse_loss(prediction[: config.batch_size], target) + config.prior_loss_weight * F.mse_loss(prediction[config.batch_size :], teacher)
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
