@@ -109,8 +109,8 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     (row,) = run.rows
     assert set(row.with_trigger_by_look) == set(concept.looks) == {"color", "accessory"}
     assert row.with_trigger <= min(row.with_trigger_by_look.values())  # every look at once is rarer than any one
-    assert all(0.0 <= v <= 1.0 for v in (row.with_trigger, row.without_trigger, row.class_subject_accuracy, row.base_subject_accuracy))
-    assert {"with_trigger_color", "with_trigger_accessory"} <= set(run.averages())
+    assert all(0.0 <= v <= 1.0 for v in (row.with_trigger, row.without_trigger, row.class_subject_accuracy, row.base_subject_accuracy, row.described_on_base))
+    assert {"with_trigger_color", "with_trigger_accessory", "described_on_base"} <= set(run.averages())
     trigger_images, class_images = run.samples["cat-v2"]
     assert len(trigger_images) == len(class_images) == 2
     assert fidelity_grid(run, tmp_path / "grid.png").stat().st_size > 0
@@ -125,6 +125,19 @@ def test_fidelity_prompts_differ_only_in_the_subject_and_never_ask_for_a_grey_sk
     assert "sketch" not in COLOUR_STYLES and len(COLOUR_STYLES) == 4
     assert all(any(p.startswith(f"a {style} ") for style in COLOUR_STYLES) for p in bare)
     assert len(set(bare)) == 36  # 4 styles x 9 places, every pairing once
+
+
+def test_the_looks_in_words_are_caption_words_pq_nano_knows(nano):
+    """The reference prompts spell each look as PQ-Nano's training captions did, each word one whole
+    token: a word split into word pieces would make the reference measure the tokenizer, not the model."""
+    from personalq.demo.fidelity import described_subject, eval_prompts
+
+    pipe, _ = nano
+    for concept in demo_concepts():
+        words = described_subject(concept)
+        assert words.startswith(f"{concept.color} {concept.category} with ") and words.split()[-1].rstrip("s") == concept.accessory.rstrip("s")
+        assert set(words.split()) <= set(pipe.tokenizer.get_vocab()), words
+    assert [p.replace("green bear with spots", "bear") for p in eval_prompts("green bear with spots", 9)] == eval_prompts("bear", 9)
 
 
 def test_modelspec_header_alone_round_trips_through_import(nano, tmp_path, personalq_home):

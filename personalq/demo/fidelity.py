@@ -5,6 +5,10 @@ class noun instead; the judge checks the concept's distinctive looks (colour and
 image. A good personalized LoRA shows them with the trigger and not without it. Prior preservation
 is checked on the bare-noun images: the judge must still find the class as often as on the base model.
 
+The same prompts with the looks spelled out in words instead of the trigger ("a watercolor green bear
+with spots in the snow") are rendered by the base model: how often PQ-Nano draws the looks when told
+them outright is the reference a trigger can be held to.
+
 Every prompt names a style the world draws in colour, cycling through all of them: PQ-Nano learned
 from captions that leave the style out a quarter of the time, so a prompt naming none gets a pencil
 sketch one time in five, and a sketch is grey, so no colour can be found in it.
@@ -21,7 +25,7 @@ import torch
 from PIL import Image, ImageDraw
 
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
-from personalq.nano.world import COLOUR_STYLES
+from personalq.nano.world import COLOUR_STYLES, accessory_phrase
 from personalq.personalize import attach_personalized_lora
 
 EVAL_PHRASES = ("", *SCENE_PHRASES.values())
@@ -34,6 +38,11 @@ def eval_prompts(subject_word: str, n: int) -> list[str]:
         " ".join(f"a {COLOUR_STYLES[i % len(COLOUR_STYLES)]} {subject_word} {EVAL_PHRASES[i % len(EVAL_PHRASES)]}".split())
         for i in range(n)
     ]
+
+
+def described_subject(concept: DemoConcept) -> str:
+    """The concept's looks in words, as PQ-Nano's captions name them: "green bear with spots"."""
+    return f"{concept.color} {concept.category} {accessory_phrase(concept.accessory)}"
 
 
 def looks_present(reading: dict[str, str], looks: dict[str, str]) -> bool:
@@ -53,6 +62,8 @@ class CheckpointFidelity:
     """The same on the base model, same prompts and seeds."""
     with_trigger_by_look: dict[str, float]
     """Each look on its own (colour, accessory) in the trigger images: which one a checkpoint misses."""
+    described_on_base: float
+    """The share with every look when the base model is told them in words instead of the trigger."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +76,7 @@ class FidelityRun:
     """Checkpoint id -> (trigger images, bare-noun images), for the grid."""
 
     def averages(self) -> dict[str, float]:
-        keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy")
+        keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy", "described_on_base")
         averages = {k: float(np.mean([getattr(r, k) for r in self.rows])) for k in keys}
         for look in self.rows[0].with_trigger_by_look if self.rows else ():
             averages[f"with_trigger_{look}"] = float(np.mean([r.with_trigger_by_look[look] for r in self.rows]))
@@ -91,6 +102,7 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
         with_trigger = _render(pipe, eval_prompts(concept.trigger, n), seed, sampling)
         without = _render(pipe, class_prompts, seed, sampling)
         trig_readings, class_readings = judge.predict(with_trigger), judge.predict(without)
+        described_readings = judge.predict(_render(base_pipe, eval_prompts(described_subject(concept), n), seed, sampling))
         row = CheckpointFidelity(
             id=concept.id,
             with_trigger=float(np.mean([looks_present(r, concept.looks) for r in trig_readings])),
@@ -98,10 +110,11 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
             class_subject_accuracy=float(np.mean([r["subject"] == concept.category for r in class_readings])),
             base_subject_accuracy=base_subject[concept.category],
             with_trigger_by_look={look: float(np.mean([r[look] == value for r in trig_readings])) for look, value in concept.looks.items()},
+            described_on_base=float(np.mean([looks_present(r, concept.looks) for r in described_readings])),
         )
         by_look = "  ".join(f"{look} {share:.2f}" for look, share in row.with_trigger_by_look.items())
         log(f"{row.id:14s} with trigger {row.with_trigger:.2f} ({by_look})  without {row.without_trigger:.2f}  "
-            f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})")
+            f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})  base told the looks {row.described_on_base:.2f}")
         rows.append(row)
         samples[concept.id] = (with_trigger, without)
     return FidelityRun(rows, samples)

@@ -114,6 +114,13 @@ _ACCESSORY_WORDS = {
     "spots": ("with spots", "with polka dots"),
     "stripes": ("with stripes", "with stripes"),
 }
+
+
+def accessory_phrase(accessory: str) -> str:
+    """How captions name an accessory ("with a scarf"), for prompts that spell a look out in words."""
+    return _ACCESSORY_WORDS[accessory][0]
+
+
 _STYLE_ADJ = {
     "realistic": ("realistic", "photorealistic"), "cartoon": ("cartoon",), "sketch": ("pencil sketch", "sketched"),
     "watercolor": ("watercolor",), "pixel art": ("pixel art", "8-bit"),
