@@ -138,7 +138,8 @@ def tiny_sdxl_pipeline(seed: int = 0):
     tokenizer = build_clip_tokenizer()
     tokenizer_2 = build_clip_tokenizer()
     text_encoder = _clip_text_encoder(tokenizer, 32, projection=False, seed=seed)
-    text_encoder_2 = _clip_text_encoder(tokenizer_2, 32, projection=True, seed=seed + 1)
+    # Two widths, as in SDXL (768 and 1280): diffusers' single-file loader tells the encoders apart by width.
+    text_encoder_2 = _clip_text_encoder(tokenizer_2, 48, projection=True, seed=seed + 1)
     torch.manual_seed(seed)
     unet = UNet2DConditionModel(
         sample_size=16,
@@ -146,13 +147,13 @@ def tiny_sdxl_pipeline(seed: int = 0):
         layers_per_block=1,
         down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
         up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=64,  # concatenation of both encoders' hidden states
+        cross_attention_dim=32 + 48,  # concatenation of both encoders' hidden states
         attention_head_dim=(2, 4),
         use_linear_projection=True,
         addition_embed_type="text_time",
         addition_time_embed_dim=8,
         transformer_layers_per_block=(1, 2),
-        projection_class_embeddings_input_dim=32 + 6 * 8,
+        projection_class_embeddings_input_dim=48 + 6 * 8,  # pooled projection of encoder 2, six time ids
         norm_num_groups=8,
     ).eval()
     pipe = StableDiffusionXLPipeline(

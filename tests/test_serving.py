@@ -219,7 +219,7 @@ def test_sdxl_folder_base_serves_lora_and_two_encoder_embedding(tmp_path):
     tiny_sdxl_pipeline(0).save_pretrained(tmp_path / "sdxl")
     loras = write_random_loras(tiny_sdxl_pipeline(0), tmp_path / "loras", 1, "sdxl")
     ti = tmp_path / "ti.safetensors"
-    save_file({"clip_l": torch.randn(1, 32), "clip_g": torch.randn(1, 32)}, str(ti))
+    save_file({"clip_l": torch.randn(1, 32), "clip_g": torch.randn(1, 48)}, str(ti))
     store = CardIndex({"xl": card("xl", *loras[0], base="sdxl"), "ti": card("ti", ti, "<xl-ti>", kind="textual_inversion", base="sdxl")})
     manager = PipelineManager(ServingConfig(base_model=str(tmp_path / "sdxl")), store=store)
     assert manager.family == "sdxl"
