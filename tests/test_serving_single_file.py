@@ -137,3 +137,31 @@ def test_a_broken_single_file_is_a_one_line_serving_error(layout, tmp_path, dama
         assert message == "broken.ckpt is not a readable PyTorch checkpoint (UnpicklingError)"
     else:
         assert message.startswith("cannot load base model")
+
+
+def test_an_original_layout_dreambooth_checkpoint_replaces_the_unet_then_detaches(tmp_path):
+    """Full fine-tunes are shared as original-layout single files too; serving reads them with the
+    base's configs and puts their UNet and text encoder in place of the base's for one request."""
+    from types import SimpleNamespace
+
+    from personalq.serving.bench import CardIndex
+
+    tiny_sd15_pipeline(0).save_pretrained(tmp_path / "base")
+    tuned = tiny_sd15_pipeline(7)
+    path = write_single_file(tuned, tmp_path / "db.safetensors")
+    card = SimpleNamespace(id="db", triggers=["<db-dog>"], trigger="<db-dog>", kind="dreambooth", base_model="sd15", file_path=path)
+
+    def render(manager, checkpoint):
+        result = manager.generate(GenerationRequest("a <db-dog> in the snow", checkpoint_id=checkpoint, steps=2, seed=1))
+        return np.asarray(result.image, dtype=np.int16)
+
+    without_config = PipelineManager(ServingConfig(base_model=str(tmp_path / "base")), store=CardIndex({"db": card}))
+    with pytest.raises(ServingError, match="needs `single_file_config`"):
+        render(without_config, "db")
+    manager = PipelineManager(ServingConfig(base_model=str(tmp_path / "base"), single_file_config=tmp_path / "base"), store=CardIndex({"db": card}))
+    base = render(manager, None)
+    tuned_image = render(manager, "db")
+    assert np.abs(tuned_image - base).max() > 0
+    assert all(torch.equal(manager.pipe.unet.state_dict()[k], v) for k, v in tuned.unet.state_dict().items())
+    assert all(torch.equal(manager.pipe.text_encoder.state_dict()[k], v) for k, v in tuned.text_encoder.state_dict().items())
+    assert np.array_equal(render(manager, None), base)
