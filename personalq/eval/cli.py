@@ -1,4 +1,4 @@
-"""`personalq bench quality`, `personalq bench tokens` and `personalq bench e2e`: thin shells over personalq.eval."""
+"""`personalq bench quality`, `tokens`, `e2e` and `layers`: thin shells over personalq.eval."""
 
 from __future__ import annotations
 
@@ -201,7 +201,53 @@ def bench_e2e_command(
     typer.echo(table)
 
 
+def bench_layers_command(
+    setting: str = typer.Option("W8A4", "--setting", help="The quantized setting to take apart (activations at 8 bits or fewer)."),
+    count: int = typer.Option(2, "--count", help="How many concepts (the first demo checkpoints)."),
+    seeds: int = typer.Option(2, "--seeds", help="Seeds per prompt."),
+    steps: int = typer.Option(20, "--steps", help="Denoising (and calibration) steps."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.md, results.json, images.npz, grid.png."),
+    concepts: Optional[Path] = typer.Option(None, "--concepts", help="JSON list of {name, trigger, class_noun, lora, looks}; default: the demo repository."),
+    judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
+    model: str = typer.Option("pq-nano", "--model", help="'pq-nano' or a diffusers Stable Diffusion folder."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+):
+    """Which activation quantizers cost the concept at SETTING (one group at a time), and static <sks> vs world-prompt vs dynamic ranges."""
+    import time
+
+    import torch
+
+    from personalq.config import personalq_home
+    from personalq.eval.layer_sensitivity_bench import LayerBench, bench_size, report, write_report
+    from personalq.eval.quality_bench import JudgeScorer
+    from personalq.taq.config import QuantConfig
+
+    torch.set_num_threads(threads)
+    try:
+        config = QuantConfig.from_setting(setting)
+    except ValueError as error:
+        _fail(str(error))
+    if not config.quantizes_activations:
+        _fail(f"--setting {setting}: choose a setting that quantizes activations (W8A8, W4A8, W8A4, W4A4)")
+    if seeds < 1 or steps < 1 or count < 1:
+        _fail("--seeds, --steps and --count need at least 1")
+    concept_list = _concepts(concepts, count)
+    scorer = JudgeScorer(_load_judge(judge))
+    pipe, guidance = _load_model(model)
+    t0 = time.perf_counter()
+    bench = LayerBench(pipe, concept_list, scorer, config.name, bench_size(len(concept_list), seeds, steps, config.name), guidance,
+                       log=lambda line: typer.echo(line, err=True))
+    result = bench.run()
+    paths = write_report(result, out or personalq_home() / "bench" / f"layers-{config.name.lower()}")
+    typer.echo(f"{model}: {config.name}, {len(concept_list)} concepts, {len(bench.prompts)} images per row, {steps} steps, "
+               f"{torch.get_num_threads()} CPU thread(s), {time.perf_counter() - t0:.0f} s")
+    typer.echo(report(result))
+    for path in paths:
+        typer.echo(str(path))
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("quality")(bench_quality_command)
     bench_app.command("tokens")(bench_tokens_command)
     bench_app.command("e2e")(bench_e2e_command)
+    bench_app.command("layers")(bench_layers_command)
