@@ -109,8 +109,8 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     (row,) = run.rows
     assert set(row.with_trigger_by_look) == set(concept.looks) == {"color", "accessory"}
     assert row.with_trigger <= min(row.with_trigger_by_look.values())  # every look at once is rarer than any one
-    assert all(0.0 <= v <= 1.0 for v in (row.with_trigger, row.without_trigger, row.class_subject_accuracy, row.base_subject_accuracy, row.described_on_base))
-    assert {"with_trigger_color", "with_trigger_accessory", "described_on_base"} <= set(run.averages())
+    assert all(0.0 <= v <= 1.0 for v in (row.with_trigger, row.without_trigger, row.class_subject_accuracy, row.base_subject_accuracy, row.described_on_base, row.instances_through_vae))
+    assert {"with_trigger_color", "with_trigger_accessory", "described_on_base", "instances_through_vae"} <= set(run.averages())
     trigger_images, class_images = run.samples["cat-v2"]
     assert len(trigger_images) == len(class_images) == 2
     assert fidelity_grid(run, tmp_path / "grid.png").stat().st_size > 0
@@ -138,6 +138,20 @@ def test_the_looks_in_words_are_caption_words_pq_nano_knows(nano):
         assert words.startswith(f"{concept.color} {concept.category} with ") and words.split()[-1].rstrip("s") == concept.accessory.rstrip("s")
         assert set(words.split()) <= set(pipe.tokenizer.get_vocab()), words
     assert [p.replace("green bear with spots", "bear") for p in eval_prompts("green bear with spots", 9)] == eval_prompts("bear", 9)
+
+
+def test_vae_round_trip_keeps_a_world_render_close_and_its_looks(nano):
+    """The autoencoder reference must really go through the latents: close to the input, not equal to it."""
+    from personalq.demo.fidelity import vae_round_trip
+
+    pipe, judge = nano
+    concept = concept_by_id("cat-v2")
+    images = [image for image, _ in instance_examples(concept)]
+    back = vae_round_trip(pipe, images)
+    assert [b.size for b in back] == [i.size for i in images]
+    difference = [np.abs(np.asarray(b, np.int16) - np.asarray(i, np.int16)).mean() for b, i in zip(back, images)]
+    assert all(0 < d < 25 for d in difference), difference
+    assert sum(r["color"] == concept.color for r in judge.predict(back)) >= 3
 
 
 def test_modelspec_header_alone_round_trips_through_import(nano, tmp_path, personalq_home):

@@ -49,7 +49,8 @@ def bench_personalize(
             f"colour alone {averages['with_trigger_color']:.3f}, accessory alone {averages['with_trigger_accessory']:.3f}), "
             f"without {averages['without_trigger']:.3f} (target <= 0.20); class subject accuracy {averages['class_subject_accuracy']:.3f} "
             f"vs base {averages['base_subject_accuracy']:.3f} (target: within 0.05); "
-            f"the base model told the looks in words instead of the trigger: {averages['described_on_base']:.3f}"
+            f"references: the base model told the looks in words instead of the trigger {averages['described_on_base']:.3f}, "
+            f"the instance images through PQ-Nano's autoencoder {averages['instances_through_vae']:.3f}"
         )
     if grid:
         typer.echo(f"grid: {fidelity_grid(run, grid)}", err=as_json)

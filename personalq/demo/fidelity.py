@@ -5,6 +5,8 @@ class noun instead; the judge checks the concept's distinctive looks (colour and
 image. A good personalized LoRA shows them with the trigger and not without it. Prior preservation
 is checked on the bare-noun images: the judge must still find the class as often as on the base model.
 
+Two references say what PQ-Nano can show at all. The concept's own instance images, encoded and
+decoded by PQ-Nano's autoencoder, bound what any generation can keep of small looks (spots, a scarf).
 The same prompts with the looks spelled out in words instead of the trigger ("a watercolor green bear
 with spots in the snow") are rendered by the base model: how often PQ-Nano draws the looks when told
 them outright is the reference a trigger can be held to.
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
+from personalq.demo.build import instance_examples
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
 from personalq.nano.world import COLOUR_STYLES, accessory_phrase
 from personalq.personalize import attach_personalized_lora
@@ -64,6 +67,8 @@ class CheckpointFidelity:
     """Each look on its own (colour, accessory) in the trigger images: which one a checkpoint misses."""
     described_on_base: float
     """The share with every look when the base model is told them in words instead of the trigger."""
+    instances_through_vae: float
+    """The share of the concept's instance images with every look after the autoencoder's round trip."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,11 +81,21 @@ class FidelityRun:
     """Checkpoint id -> (trigger images, bare-noun images), for the grid."""
 
     def averages(self) -> dict[str, float]:
-        keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy", "described_on_base")
+        keys = ("with_trigger", "without_trigger", "class_subject_accuracy", "base_subject_accuracy", "described_on_base", "instances_through_vae")
         averages = {k: float(np.mean([getattr(r, k) for r in self.rows])) for k in keys}
         for look in self.rows[0].with_trigger_by_look if self.rows else ():
             averages[f"with_trigger_{look}"] = float(np.mean([r.with_trigger_by_look[look] for r in self.rows]))
         return averages
+
+
+@torch.no_grad()
+def vae_round_trip(pipe, images: list[Image.Image]) -> list[Image.Image]:
+    """The images as the pipeline's autoencoder gives them back: what its latents can hold."""
+    size = pipe.unet.config.sample_size * pipe.vae_scale_factor
+    pixels = pipe.image_processor.preprocess(images, height=size, width=size).to(pipe.vae.device, pipe.vae.dtype)
+    encoded = pipe.vae.encode(pixels)
+    latents = encoded.latent_dist.mode() if hasattr(encoded, "latent_dist") else encoded.latents
+    return pipe.image_processor.postprocess(pipe.vae.decode(latents).sample, output_type="pil")
 
 
 def _render(pipe, prompts: list[str], seed: int, sampling: dict) -> list[Image.Image]:
@@ -103,6 +118,7 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
         without = _render(pipe, class_prompts, seed, sampling)
         trig_readings, class_readings = judge.predict(with_trigger), judge.predict(without)
         described_readings = judge.predict(_render(base_pipe, eval_prompts(described_subject(concept), n), seed, sampling))
+        instance_readings = judge.predict(vae_round_trip(base_pipe, [image for image, _ in instance_examples(concept)]))
         row = CheckpointFidelity(
             id=concept.id,
             with_trigger=float(np.mean([looks_present(r, concept.looks) for r in trig_readings])),
@@ -111,10 +127,11 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
             base_subject_accuracy=base_subject[concept.category],
             with_trigger_by_look={look: float(np.mean([r[look] == value for r in trig_readings])) for look, value in concept.looks.items()},
             described_on_base=float(np.mean([looks_present(r, concept.looks) for r in described_readings])),
+            instances_through_vae=float(np.mean([looks_present(r, concept.looks) for r in instance_readings])),
         )
         by_look = "  ".join(f"{look} {share:.2f}" for look, share in row.with_trigger_by_look.items())
         log(f"{row.id:14s} with trigger {row.with_trigger:.2f} ({by_look})  without {row.without_trigger:.2f}  "
-            f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})  base told the looks {row.described_on_base:.2f}")
+            f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})  base told the looks {row.described_on_base:.2f}  instances through the VAE {row.instances_through_vae:.2f}")
         rows.append(row)
         samples[concept.id] = (with_trigger, without)
     return FidelityRun(rows, samples)
