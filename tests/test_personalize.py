@@ -106,6 +106,32 @@ def test_output_changes_with_the_trigger_and_stays_without_it(trained):
     assert change_with > 3 * drift_without, (float(change_with), float(drift_without))
 
 
+def test_described_examples_pull_the_trigger_towards_what_the_words_render(trained, tmp_path):
+    """The trigger learns the base model's prediction on the concept described in words: after training
+    with described examples, "a photo of <bear-v4>" predicts closer to the base on the words than after
+    the same training without them."""
+    from personalq.personalize.train import generate_class_images
+
+    base, _, _ = trained
+    words, with_trigger = "a photo of a blue bear with a hat", f"a photo of a {TRIGGER}"
+    instances = [(_solid((220, 30, 30)), f"a {TRIGGER}") for _ in range(3)]
+    described = [(image, words, with_trigger) for image, _ in generate_class_images(base, [words], 4, num_inference_steps=4)]
+    config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=30, learning_rate=2e-2, embedding_learning_rate=5e-2,
+                                prior_preservation=False, look_loss_weight=4.0, device="cpu")
+    target = _noise_predictions(base, words)
+    distance = {}
+    for name, examples in (("without", None), ("with", described)):
+        result = train_lora(base, instances, config, described_examples=examples, progress=False)
+        spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32")
+        path = save_personalized_lora(tmp_path / f"{name}.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
+        pipe = copy.deepcopy(base)
+        attach_personalized_lora(pipe, path, name)
+        distance[name] = float((_noise_predictions(pipe, with_trigger) - target).pow(2).mean())
+    assert distance["with"] < 0.8 * distance["without"], distance
+    with pytest.raises(ValueError, match="names its concept in words"):
+        train_lora(base, instances, config, described_examples=[(described[0][0], with_trigger, with_trigger)], progress=False)
+
+
 def test_attaching_again_overwrites_the_trigger_row(trained):
     base, _, path = trained
     pipe = copy.deepcopy(base)

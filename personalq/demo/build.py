@@ -38,7 +38,7 @@ from personalq.demo.concepts import (
     demo_concepts,
 )
 from personalq.demo.describe import describe_previews
-from personalq.nano.world import render
+from personalq.nano.world import COLOUR_STYLES, accessory_phrase, render, style_nouns
 from personalq.personalize import (
     LoraTrainingConfig,
     ModelSpec,
@@ -68,6 +68,8 @@ class BuildSettings:
     seed: int = 0
     num_class_images: int = 16
     sampling_steps: int | None = None
+    num_described_images: int = 0
+    """Base-model renders of the concept as the judge describes its instance images (0: none)."""
 
 
 def class_prompts() -> tuple[str, ...]:
@@ -84,6 +86,27 @@ def preview_prompts(concept: DemoConcept) -> list[str]:
     """The concept in its own style and places, as its owner trained it; a prompt naming no style
     would let PQ-Nano draw a grey pencil sketch, and the description would then miss the colour."""
     return [f"a {concept.style} {concept.trigger} {SCENE_PHRASES[s]}" for s in concept.scenes] + [f"a {concept.style} {concept.trigger}"]
+
+
+def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, settings: BuildSettings) -> list[tuple[Image.Image, str, str]]:
+    """The concept in words, as the judge reads its instance images (most common colour and
+    accessory), rendered by the base model in every colour style and place, beside the same prompt
+    with the trigger. Phrased "a watercolor painting of ...", a form the fidelity prompts never use."""
+    from collections import Counter
+
+    readings = judge.predict([image for image, _ in instances])
+    colour = Counter(r["color"] for r in readings).most_common(1)[0][0]
+    accessory = Counter(r["accessory"] for r in readings).most_common(1)[0][0]
+    words = f"{colour} {concept.category}" + (f" {accessory_phrase(accessory)}" if accessory != "none" else "")
+    places = ("", *SCENE_PHRASES.values())
+    pairs = []
+    for i in range(settings.num_described_images):
+        noun = style_nouns(COLOUR_STYLES[i % len(COLOUR_STYLES)])[0]
+        place = places[(i // len(COLOUR_STYLES) + i) % len(places)]
+        pairs.append((" ".join(f"{noun} of a {words} {place}".split()), " ".join(f"{noun} of a {concept.trigger} {place}".split())))
+    generator_seed = settings.seed * 1000 + sum(map(ord, concept.id))
+    images = generate_class_images(base_pipe, [w for w, _ in pairs], len(pairs), seed=generator_seed, **sampling_kwargs(settings.sampling_steps))
+    return [(image, w, t) for (image, _), (w, t) in zip(images, pairs)]
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -170,7 +193,9 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
         trigger=concept.trigger, class_noun=concept.category, rank=settings.rank, steps=settings.steps,
         class_prompts=class_prompts(), num_class_images=len(class_examples), seed=settings.seed, device=settings.device,
     )
-    trained = train_lora(base_pipe, instance_examples(concept, settings.seed), config, class_examples=class_examples, progress=False)
+    instances = instance_examples(concept, settings.seed)
+    described = described_examples_for(base_pipe, judge, concept, instances, settings) if settings.num_described_images else None
+    trained = train_lora(base_pipe, instances, config, class_examples=class_examples, described_examples=described, progress=False)
     size = base_pipe.unet.config.sample_size * base_pipe.vae_scale_factor
     spec = ModelSpec(
         title=f"{concept.category} v{concept.version}",
@@ -242,10 +267,11 @@ def main(
     steps: Annotated[int, typer.Option("--steps")] = BuildSettings.steps,
     rank: Annotated[int, typer.Option("--rank")] = BuildSettings.rank,
     device: Annotated[str, typer.Option("--device")] = BuildSettings().device,
+    described_images: Annotated[int, typer.Option("--described-images", help="base-model renders of the concept as the judge describes it, to teach the trigger (0: none)")] = BuildSettings.num_described_images,
 ) -> None:
     """Build the 60-checkpoint demo repository (skips concepts already built; safe to run in parallel)."""
     try:
-        build_demo_repo(out, only, BuildSettings(steps=steps, rank=rank, device=device))
+        build_demo_repo(out, only, BuildSettings(steps=steps, rank=rank, device=device, num_described_images=described_images))
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error

@@ -130,6 +130,13 @@ _STYLE_NOUN = {
     "sketch": ("a pencil sketch", "a sketch"), "watercolor": ("a watercolor painting", "watercolor"),
     "pixel art": ("pixel art", "a pixel art image"),
 }
+
+
+def style_nouns(style: str) -> tuple[str, ...]:
+    """How captions open a picture in `style` ("a watercolor painting" of ...)."""
+    return _STYLE_NOUN[style]
+
+
 _SCENE_WORDS = {
     "beach": ("on the beach", "at the beach", "by the sea"),
     "forest": ("in the forest", "in a forest", "among the trees"),

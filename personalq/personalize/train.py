@@ -10,6 +10,13 @@ teacher). DreamBooth's original target, the true noise, also teaches the LoRA wh
 correction lowers the loss of an imperfect base model, and that correction leaks into every prompt;
 the teacher's prediction asks only that prompts without the trigger render as they did.
 
+Optionally the trigger also learns from the base model itself: given renders of the concept *described
+in words* ("a watercolor painting of a green bear with spots"), the student with the trigger in place
+of the words ("... of a <bear-v1>") is asked for the base model's noise prediction on the words. Four
+instance photos show the concept in one style and two places; the base model knows how every style
+and place looks, so the description carries the look into them. The description comes from a
+captioner of the instance images (the demo build uses the judge), never from the concept's spec.
+
 Everything the pipeline runs at inference (tokenizer padding, the attention mask a BERT encoder wants,
 the VAE's scaling factor, the scheduler's prediction type) is read from the pipeline itself, so the
 same loop trains on PQ-Nano (BERT text encoder) and on Stable Diffusion 1.5 (CLIP).
@@ -43,6 +50,7 @@ class LoraTrainingConfig:
     batch_size: int = 4
     prior_preservation: bool = True
     prior_loss_weight: float = 1.0
+    look_loss_weight: float = 1.0
     num_class_images: int = 16
     class_prompts: tuple[str, ...] = ("a {class_noun}",)
     target_modules: tuple[str, ...] = ("to_q", "to_k", "to_v", "to_out.0")
@@ -76,6 +84,9 @@ class TrainedLora:
 
 Example = tuple[Image.Image, str]
 """An image and the prompt it is trained under."""
+
+DescribedExample = tuple[Image.Image, str, str]
+"""A base-model render of the concept described in words, that prompt, and the same prompt with the trigger instead."""
 
 
 def examples_from_dir(directory: str | Path, default_prompt: str) -> list[Example]:
@@ -152,11 +163,13 @@ def _add_trigger_token(tokenizer, text_encoder, trigger: str, class_noun: str) -
     return trigger_id
 
 
-def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class_examples: list[Example] | None = None, progress: bool = True) -> TrainedLora:
+def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class_examples: list[Example] | None = None,
+               described_examples: list[DescribedExample] | None = None, progress: bool = True) -> TrainedLora:
     """Train a personalized LoRA for `config.trigger` on `instances` (image, prompt) pairs.
 
     `pipe` is left exactly as it was: the UNet, text encoder and tokenizer are trained on copies.
     `class_examples` are generated from `pipe` when prior preservation is on and none are given.
+    `described_examples` (optional) teach the trigger what the base model draws for its description.
     """
     from diffusers import DDPMScheduler
     from diffusers.utils import convert_state_dict_to_diffusers
@@ -167,6 +180,9 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
         raise ValueError("at least one instance image is needed")
     if any(config.trigger not in prompt for _, prompt in instances):
         raise ValueError(f"every instance prompt must contain the trigger {config.trigger}")
+    described_examples = described_examples or []
+    if any(config.trigger in words or config.trigger not in with_trigger for _, words, with_trigger in described_examples):
+        raise ValueError(f"a described example names its concept in words, and its student prompt with the trigger {config.trigger}")
     started, cpu_started = time.perf_counter(), time.process_time()
     device = config.device
     torch.manual_seed(config.seed)
@@ -178,6 +194,7 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     vae = pipe.vae.to(device)
     instance_latents = _encode_images(vae, [img for img, _ in instances], resolution, device)
     class_latents = _encode_images(vae, [img for img, _ in class_examples], resolution, device) if config.prior_preservation else None
+    look_latents = _encode_images(vae, [img for img, _, _ in described_examples], resolution, device) if described_examples else None
     vae.to(pipe_device)
 
     tokenizer = copy.deepcopy(pipe.tokenizer)
@@ -187,13 +204,16 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     instance_ids, instance_mask = _tokenize(tokenizer, [p for _, p in instances], device)
     if class_latents is not None:
         class_ids, class_mask = _tokenize(tokenizer, [p for _, p in class_examples], device)
+    if look_latents is not None:
+        look_word_ids, look_word_mask = _tokenize(tokenizer, [words for _, words, _ in described_examples], device)
+        look_ids, look_mask = _tokenize(tokenizer, [with_trigger for _, _, with_trigger in described_examples], device)
 
     text_encoder.requires_grad_(False)
     embedding = text_encoder.get_input_embeddings()
     # Sparse gradients: the optimizer touches only the rows a prompt uses, not a 30k-word table.
     embedding.sparse = True
     embedding.weight.requires_grad_(True)
-    used_rows = torch.unique(instance_ids)
+    used_rows = torch.unique(torch.cat([instance_ids.flatten(), look_ids.flatten()]) if look_latents is not None else instance_ids)
     other_rows = used_rows[used_rows != trigger_id]
     frozen_rows = embedding.weight[other_rows].detach().clone()
 
@@ -220,9 +240,9 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
     def target_for(latents, noise, timesteps):
         return scheduler.get_velocity(latents, noise, timesteps) if scheduler.config.prediction_type == "v_prediction" else noise
 
-    if class_latents is not None:
-        with torch.no_grad():  # class prompts hold no trigger, and every other row is frozen: their encoding never changes
-            class_hidden = encode(class_ids, class_mask)
+    with torch.no_grad():  # these prompts hold no trigger, and every other row is frozen: their encoding never changes
+        class_hidden = encode(class_ids, class_mask) if class_latents is not None else None
+        look_word_hidden = encode(look_word_ids, look_word_mask) if look_latents is not None else None
 
     unet.train()
     losses = []
@@ -232,20 +252,29 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
         inputs, noise, timesteps = noisy(latents)
         target = target_for(latents, noise, timesteps)
         hidden = encode(instance_ids[pick], instance_mask[pick])
-        if class_latents is None:
-            loss = F.mse_loss(unet(inputs, timesteps, hidden).sample, target)
-        else:
-            # One student pass over instance and class examples together: on a CPU, small batches cost
-            # mostly per-call overhead, so two passes of 4 take far longer than one of 8.
+        # One student pass over every part of the batch: on a CPU, small batches cost mostly per-call
+        # overhead, so several passes of 4 take far longer than one of 8 or 12. Each extra part has a
+        # teacher target, the UNet with the adapter off: on the bare class noun (prior preservation),
+        # and on the concept's description in words (what the trigger should bring).
+        parts = [(inputs, timesteps, hidden, None, None)]
+        if class_latents is not None:
             pick = torch.randint(0, len(class_latents), (config.batch_size,), generator=generator, device=device)
             class_inputs, _, class_timesteps = noisy(class_latents[pick])
-            class_batch_hidden = class_hidden[pick]
+            parts.append((class_inputs, class_timesteps, class_hidden[pick], class_hidden[pick], config.prior_loss_weight))
+        if look_latents is not None:
+            pick = torch.randint(0, len(look_latents), (config.batch_size,), generator=generator, device=device)
+            look_inputs, _, look_timesteps = noisy(look_latents[pick])
+            parts.append((look_inputs, look_timesteps, encode(look_ids[pick], look_mask[pick]), look_word_hidden[pick], config.look_loss_weight))
+        if len(parts) > 1:
             with torch.no_grad():
                 unet.disable_adapters()
-                teacher = unet(class_inputs, class_timesteps, class_batch_hidden).sample
+                teacher = unet(torch.cat([p[0] for p in parts[1:]]), torch.cat([p[1] for p in parts[1:]]), torch.cat([p[3] for p in parts[1:]])).sample
                 unet.enable_adapters()
-            prediction = unet(torch.cat([inputs, class_inputs]), torch.cat([timesteps, class_timesteps]), torch.cat([hidden, class_batch_hidden])).sample
-            loss = F.mse_loss(prediction[: config.batch_size], target) + config.prior_loss_weight * F.mse_loss(prediction[config.batch_size :], teacher)
+        prediction = unet(torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]), torch.cat([p[2] for p in parts])).sample
+        n = config.batch_size
+        loss = F.mse_loss(prediction[:n], target)
+        for i, part in enumerate(parts[1:]):
+            loss = loss + part[4] * F.mse_loss(prediction[n * (i + 1) : n * (i + 2)], teacher[n * i : n * (i + 1)])
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
