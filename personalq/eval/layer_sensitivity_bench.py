@@ -37,9 +37,9 @@ from personalq.eval.quality_bench import (
     Concept,
     JudgeScorer,
     _adapter,
-    _latent,
     bench_prompts,
     mean_ci95,
+    render_prompts,
     world_trigger_prompts,
 )
 
@@ -106,34 +106,8 @@ def _fresh_pipe(pipe):
 
 
 def render(pipe, concepts: Sequence[Concept], prompts: Sequence[BenchPrompt], steps: int, guidance: float, quantized: bool):
-    """PIL images of `prompts` in order: each concept's prompts with its LoRA, plain captions with LoRAs off,
-    the quality bench's latents, TAQ protection passed per call on a quantized UNet."""
-    import torch
-
-    from personalq.taq import protection_kwargs
-
-    by_name = {c.name: c for c in concepts}
-    groups: dict[str | None, list[int]] = {}
-    for i, prompt in enumerate(prompts):
-        groups.setdefault(prompt.concept, []).append(i)
-    images: list = [None] * len(prompts)
-    for concept_name, indices in groups.items():
-        if concept_name is None:
-            pipe.disable_lora()
-            triggers: list[str] = []
-        else:
-            pipe.enable_lora()
-            pipe.set_adapters(_adapter(by_name[concept_name]))
-            triggers = [by_name[concept_name].trigger]
-        texts = [prompts[i].text for i in indices]
-        kwargs = protection_kwargs(pipe, texts, triggers, protect=PROTECT) if quantized else {}
-        latents = torch.stack([_latent(pipe, prompts[i].seed) for i in indices])
-        with torch.no_grad():
-            out = pipe(texts, num_inference_steps=steps, guidance_scale=guidance, latents=latents.to(pipe.unet.dtype),
-                       cross_attention_kwargs=kwargs or None)
-        for i, image in zip(indices, out.images):
-            images[i] = image
-    return images
+    """The quality bench's rendering (same latents, LoRA per concept) with TAQ's protection, as serving runs it."""
+    return render_prompts(pipe, concepts, prompts, steps, guidance, PROTECT, quantized)[0]
 
 
 def set_active(state, active: set[str] | None, mode: str = "static") -> None:

@@ -307,12 +307,11 @@ class BenchRun:
         return pipe
 
     def measure(self, cell: Cell) -> dict:
-        import torch
         from PIL import Image
 
         from personalq.eval.fd_effnet import effnet_features
         from personalq.personalize import attach_personalized_lora
-        from personalq.taq import protection_kwargs, resident_weight_bytes, unet_bops
+        from personalq.taq import resident_weight_bytes, unet_bops
 
         started = time.perf_counter()
         pipe = self._cell_pipe(cell)
@@ -322,30 +321,7 @@ class BenchRun:
         for concept in self.concepts:
             attach_personalized_lora(pipe, concept.lora_path, adapter_name=_adapter(concept))
         protect = METHODS.get(cell.method, "none")
-        images: list = [None] * len(self.prompts)
-        generate_seconds = 0.0
-        groups: dict[str | None, list[int]] = {}
-        for i, prompt in enumerate(self.prompts):
-            groups.setdefault(prompt.concept, []).append(i)
-        by_name = {c.name: c for c in self.concepts}
-        for concept_name, indices in groups.items():
-            if concept_name is None:
-                pipe.disable_lora()
-                triggers: list[str] = []
-            else:
-                pipe.enable_lora()
-                pipe.set_adapters(_adapter(by_name[concept_name]))
-                triggers = [by_name[concept_name].trigger]
-            texts = [self.prompts[i].text for i in indices]
-            kwargs = protection_kwargs(pipe, texts, triggers, protect=protect) if cell.quantized else {}
-            latents = torch.stack([_latent(pipe, self.prompts[i].seed) for i in indices])
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                out = pipe(texts, num_inference_steps=self.size.steps, guidance_scale=self.guidance,
-                           latents=latents.to(pipe.unet.dtype), cross_attention_kwargs=kwargs or None)
-            generate_seconds += time.perf_counter() - t0
-            for i, image in zip(indices, out.images):
-                images[i] = image
+        images, generate_seconds = render_prompts(pipe, self.concepts, self.prompts, self.size.steps, self.guidance, protect, cell.quantized)
         fidelity = []
         for concept in self.concepts:
             idx = [i for i, p in enumerate(self.prompts) if p.concept == concept.name]
@@ -390,6 +366,42 @@ class BenchRun:
 
 def _adapter(concept: Concept) -> str:
     return "c_" + hashlib.sha1(concept.name.encode()).hexdigest()[:10]
+
+
+def render_prompts(pipe, concepts: Sequence[Concept], prompts: Sequence[BenchPrompt], steps: int, guidance: float,
+                   protect: str, quantized: bool) -> tuple[list, float]:
+    """PIL images of `prompts` in order, and the seconds spent generating them: each concept's prompts
+    batched with its LoRA active, plain captions with LoRAs off, every image from its seed's latents,
+    and on a quantized UNet the protection of each batch's trigger spans passed per call."""
+    import torch
+
+    from personalq.taq import protection_kwargs
+
+    by_name = {c.name: c for c in concepts}
+    groups: dict[str | None, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(prompt.concept, []).append(i)
+    images: list = [None] * len(prompts)
+    seconds = 0.0
+    for concept_name, indices in groups.items():
+        if concept_name is None:
+            pipe.disable_lora()
+            triggers: list[str] = []
+        else:
+            pipe.enable_lora()
+            pipe.set_adapters(_adapter(by_name[concept_name]))
+            triggers = [by_name[concept_name].trigger]
+        texts = [prompts[i].text for i in indices]
+        kwargs = protection_kwargs(pipe, texts, triggers, protect=protect) if quantized else {}
+        latents = torch.stack([_latent(pipe, prompts[i].seed) for i in indices])
+        started = time.perf_counter()
+        with torch.no_grad():
+            out = pipe(texts, num_inference_steps=steps, guidance_scale=guidance, latents=latents.to(pipe.unet.dtype),
+                       cross_attention_kwargs=kwargs or None)
+        seconds += time.perf_counter() - started
+        for i, image in zip(indices, out.images):
+            images[i] = image
+    return images, seconds
 
 
 def _latent(pipe, seed: int):
