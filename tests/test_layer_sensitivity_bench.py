@@ -5,8 +5,7 @@ import json
 
 import numpy as np
 import pytest
-import torch
-from test_quality_bench import _tiny_lora
+from test_quality_bench import tiny_bench_inputs
 from typer.testing import CliRunner
 
 from personalq.cli import app
@@ -16,22 +15,8 @@ from personalq.eval import layer_sensitivity_bench as lsb
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory, one_torch_thread):
     """One CLI run; every render call records the mode of every activation quantizer it ran with."""
-    from personalq.nano.judge import Judge, JudgeNet
-    from personalq.nano.world import VOCAB
-    from personalq.random_pipelines import tiny_sd15_pipeline
-
     root = tmp_path_factory.mktemp("layers")
-    pipe = tiny_sd15_pipeline(0)
-    pipe.save_pretrained(root / "model")
-    torch.manual_seed(0)
-    judge_dir = Judge(JudgeNet(VOCAB, width=8)).save(root / "judge")
-    concepts = []
-    for n in (1, 2):
-        trigger = f"<teddy-v{n}>"
-        _tiny_lora(pipe, root / f"teddy{n}.safetensors", trigger, seed=n)
-        concepts.append({"name": f"teddy v{n}", "trigger": trigger, "class_noun": "teddy",
-                         "lora": f"teddy{n}.safetensors", "looks": {"color": "red", "accessory": "hat"}})
-    (root / "concepts.json").write_text(json.dumps(concepts))
+    judge_dir = tiny_bench_inputs(root)
 
     modes = []
     original = lsb.render

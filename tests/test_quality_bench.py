@@ -36,13 +36,13 @@ def _tiny_lora(pipe, path, trigger, seed):
                                   {"r": 2, "lora_alpha": 2, "target_modules": LORA_MODULES})
 
 
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory):
+def tiny_bench_inputs(root):
+    """A tiny SD 1.5-layout model folder, two personal LoRAs with their concepts.json, and an
+    untrained judge, under `root`: what the benchmark commands read. Returns the judge folder."""
     from personalq.nano.judge import Judge, JudgeNet
     from personalq.nano.world import VOCAB
     from personalq.random_pipelines import tiny_sd15_pipeline
 
-    root = tmp_path_factory.mktemp("quality")
     pipe = tiny_sd15_pipeline(0)
     pipe.save_pretrained(root / "model")
     torch.manual_seed(0)
@@ -54,6 +54,13 @@ def bench(tmp_path_factory):
         concepts.append({"name": f"teddy v{n}", "trigger": trigger, "class_noun": "teddy",
                          "lora": f"teddy{n}.safetensors", "looks": {"color": "red", "accessory": "hat"}})
     (root / "concepts.json").write_text(json.dumps(concepts))
+    return judge_dir
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("quality")
+    judge_dir = tiny_bench_inputs(root)
     args = ["bench", "quality", "--quick", "--steps", "2", "--settings", "FP32,W8A8,W4A4", "--model", str(root / "model"), "--concepts", str(root / "concepts.json"),
             "--judge", str(judge_dir), "--out", str(root / "out")]
     result = CliRunner().invoke(app, args)
