@@ -30,6 +30,7 @@ from personalq.demo.build import instance_examples
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
 from personalq.nano.world import COLOUR_STYLES, accessory_phrase
 from personalq.personalize import attach_personalized_lora
+from personalq.personalize.train import encode_images, pipeline_resolution
 
 EVAL_PHRASES = ("", *SCENE_PHRASES.values())
 
@@ -91,10 +92,7 @@ class FidelityRun:
 @torch.no_grad()
 def vae_round_trip(pipe, images: list[Image.Image]) -> list[Image.Image]:
     """The images as the pipeline's autoencoder gives them back: what its latents can hold."""
-    size = pipe.unet.config.sample_size * pipe.vae_scale_factor
-    pixels = pipe.image_processor.preprocess(images, height=size, width=size).to(pipe.vae.device, pipe.vae.dtype)
-    encoded = pipe.vae.encode(pixels)
-    latents = encoded.latent_dist.mode() if hasattr(encoded, "latent_dist") else encoded.latents
+    latents = encode_images(pipe.vae, images, pipeline_resolution(pipe), pipe.vae.device) / pipe.vae.config.scaling_factor
     return pipe.image_processor.postprocess(pipe.vae.decode(latents).sample, output_type="pil")
 
 

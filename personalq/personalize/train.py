@@ -135,7 +135,8 @@ def generate_class_images(pipe, prompts: list[str], count: int, seed: int = 0, b
     return examples
 
 
-def _encode_images(vae, images: list[Image.Image], resolution: int, device: str) -> torch.Tensor:
+def encode_images(vae, images: list[Image.Image], resolution: int, device: str) -> torch.Tensor:
+    """Scaled latents of `images` (the mode of an AutoencoderKL, the latents of an AutoencoderTiny)."""
     arrays = [np.asarray(img.convert("RGB").resize((resolution, resolution), Image.BICUBIC), dtype=np.float32) / 127.5 - 1 for img in images]
     pixels = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).to(device, vae.dtype)
     with torch.no_grad():
@@ -192,9 +193,9 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
 
     pipe_device = pipe.unet.device
     vae = pipe.vae.to(device)
-    instance_latents = _encode_images(vae, [img for img, _ in instances], resolution, device)
-    class_latents = _encode_images(vae, [img for img, _ in class_examples], resolution, device) if config.prior_preservation else None
-    look_latents = _encode_images(vae, [img for img, _, _ in described_examples], resolution, device) if described_examples else None
+    instance_latents = encode_images(vae, [img for img, _ in instances], resolution, device)
+    class_latents = encode_images(vae, [img for img, _ in class_examples], resolution, device) if config.prior_preservation else None
+    look_latents = encode_images(vae, [img for img, _, _ in described_examples], resolution, device) if described_examples else None
     vae.to(pipe_device)
 
     tokenizer = copy.deepcopy(pipe.tokenizer)
