@@ -105,7 +105,9 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
 
     from personalq.demo.fidelity import fidelity_grid, measure_fidelity
 
-    run = measure_fidelity(pipe, judge, [(out / "cat-v2.safetensors", concept)], n=2, sampling={"num_inference_steps": 2, "guidance_scale": 4.0}, log=lambda _: None)
+    measured = [(out / "cat-v2.safetensors", concept)]
+    sampling = {"num_inference_steps": 2, "guidance_scale": 4.0}
+    run = measure_fidelity(pipe, judge, measured, n=2, sampling=sampling, log=lambda _: None, results_dir=tmp_path / "fidelity")
     (row,) = run.rows
     assert set(row.with_trigger_by_look) == set(concept.looks) == {"color", "accessory"}
     assert row.with_trigger <= min(row.with_trigger_by_look.values())  # every look at once is rarer than any one
@@ -114,6 +116,14 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     trigger_images, class_images = run.samples["cat-v2"]
     assert len(trigger_images) == len(class_images) == 2
     assert fidelity_grid(run, tmp_path / "grid.png").stat().st_size > 0
+
+    # a rerun reads the kept measurement back (no pipeline or judge to measure with), images intact
+    again = measure_fidelity(None, None, measured, n=2, sampling=sampling, log=lambda _: None, results_dir=tmp_path / "fidelity")
+    assert again.rows == run.rows
+    for kept, fresh in zip(again.samples["cat-v2"], run.samples["cat-v2"]):
+        assert [np.asarray(image).tolist() for image in kept] == [np.asarray(image).tolist() for image in fresh]
+    # measured differently (n=3), the kept result does not stand in for it
+    assert len(measure_fidelity(pipe, judge, measured, n=3, sampling=sampling, log=lambda _: None, results_dir=tmp_path / "fidelity").samples["cat-v2"][0]) == 3
 
 
 def test_fidelity_prompts_differ_only_in_the_subject_and_never_ask_for_a_grey_sketch():

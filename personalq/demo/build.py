@@ -109,7 +109,7 @@ def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, se
     return [(image, w, t) for (image, _), (w, t) in zip(images, pairs)]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -220,8 +220,8 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     spec.thumbnail = "data:image/png;base64," + base64.b64encode(_png_bytes(previews[0])).decode()
     save_personalized_lora(target, trained.unet_lora_state_dict, trained.trigger_embeddings, spec, trained.lora_config)
     for image, path in zip(previews, preview_paths(out_dir, concept.id)):
-        _write_atomic(path, _png_bytes(image))
-    _write_atomic(out_dir / f"{concept.id}.yaml", yaml.safe_dump(sidecar(concept, spec.description), sort_keys=False).encode())
+        write_atomic(path, _png_bytes(image))
+    write_atomic(out_dir / f"{concept.id}.yaml", yaml.safe_dump(sidecar(concept, spec.description), sort_keys=False).encode())
     return trained.cpu_seconds
 
 

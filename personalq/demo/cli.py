@@ -19,11 +19,12 @@ def bench_personalize(
     as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
     device: Annotated[str | None, typer.Option("--device", help="cpu or cuda (default: cuda when present)")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    results: Annotated[Path | None, typer.Option("--results", help="folder that keeps each checkpoint's measurement; a rerun reuses them and measures only what is new or changed")] = None,
 ) -> None:
     """Per checkpoint and on average: looks with the trigger, without it, and class subject accuracy vs the base model."""
     import torch
 
-    from personalq.demo.build import sampling_kwargs
+    from personalq.demo.build import is_built, sampling_kwargs
     from personalq.demo.concepts import demo_concepts
     from personalq.demo.fidelity import fidelity_grid, measure_fidelity
     from personalq.nano import load_pipeline
@@ -35,11 +36,11 @@ def bench_personalize(
     if unknown:
         typer.echo(f"error: unknown demo checkpoint(s) {', '.join(unknown)}; ids look like bear-v1", err=True)
         raise typer.Exit(2)
-    checkpoints = [(repo / f"{cid}.safetensors", c) for cid, c in concepts.items() if (not only or cid in only) and (repo / f"{cid}.safetensors").exists()]
+    checkpoints = [(repo / f"{cid}.safetensors", c) for cid, c in concepts.items() if (not only or cid in only) and is_built(repo, cid)]
     if not checkpoints:
         typer.echo(f"error: no demo checkpoints in {repo}; build them with `python -m personalq.demo.build`", err=True)
         raise typer.Exit(2)
-    run = measure_fidelity(load_pipeline(device), Judge.load(device=device), checkpoints, n=n, seed=seed, sampling=sampling_kwargs(), log=(lambda _: None) if as_json else typer.echo)
+    run = measure_fidelity(load_pipeline(device), Judge.load(device=device), checkpoints, n=n, seed=seed, sampling=sampling_kwargs(), log=(lambda _: None) if as_json else typer.echo, results_dir=results)
     averages = run.averages()
     if as_json:
         typer.echo(json.dumps({"n": n, "checkpoints": [r.as_dict() for r in run.rows], "average": averages}, indent=2))

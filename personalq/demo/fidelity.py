@@ -14,11 +14,18 @@ them outright is the reference a trigger can be held to.
 Every prompt names a style the world draws in colour, cycling through all of them: PQ-Nano learned
 from captions that leave the style out a quarter of the time, so a prompt naming none gets a pencil
 sketch one time in five, and a sketch is grey, so no colour can be found in it.
+
+Measuring all 60 takes about 20 minutes on a CPU, so with a results folder each checkpoint's row and
+samples are kept as they are measured and a later run reuses them (the same file, prompts and seeds
+give the same images): a stopped run resumes, and a run started while the demo build is still going
+measures what it has finished and, run again, only what it finished since.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,7 +33,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from personalq.demo.build import instance_examples
+from personalq.demo.build import instance_examples, write_atomic
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
 from personalq.nano.world import COLOUR_STYLES, accessory_phrase
 from personalq.personalize import attach_personalized_lora
@@ -100,12 +107,51 @@ def _render(pipe, prompts: list[str], seed: int, sampling: dict) -> list[Image.I
     return pipe(prompts, generator=torch.Generator("cpu").manual_seed(seed), **sampling).images
 
 
-def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept]], n: int = 8, seed: int = 0, sampling: dict | None = None, log=print) -> FidelityRun:
-    """Measure every (file, concept) pair; the base model's bare-noun renders are shared per category."""
+def _measurement_key(path: Path, n: int, seed: int, sampling: dict) -> dict:
+    """What a kept result must match to be reused: the checkpoint's bytes and how it was sampled."""
+    return {"file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "n": n, "seed": seed, "sampling": sampling}
+
+
+def _load_kept(results_dir: Path, checkpoint_id: str, key: dict) -> tuple[CheckpointFidelity, tuple[list[Image.Image], list[Image.Image]]] | None:
+    path = results_dir / f"{checkpoint_id}.json"
+    if not path.exists():
+        return None
+    kept = json.loads(path.read_text())
+    if kept["key"] != key:
+        return None
+    samples = tuple([Image.open(results_dir / name).convert("RGB") for name in kept[side]] for side in ("trigger_images", "class_images"))
+    return CheckpointFidelity(**kept["row"]), samples
+
+
+def _keep(results_dir: Path, row: CheckpointFidelity, key: dict, with_trigger: list[Image.Image], without: list[Image.Image]) -> None:
+    """Images first, the JSON last (atomically): a JSON on disk means its images are there too."""
+    names = {}
+    for side, images in (("trigger_images", with_trigger), ("class_images", without)):
+        names[side] = [f"{row.id}.{side.split('_')[0]}.{i}.png" for i in range(len(images))]
+        for name, image in zip(names[side], images):
+            image.save(results_dir / name)
+    write_atomic(results_dir / f"{row.id}.json", json.dumps({"key": key, "row": row.as_dict(), **names}, indent=1).encode())
+
+
+def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept]], n: int = 8, seed: int = 0, sampling: dict | None = None, log=print, results_dir: Path | None = None) -> FidelityRun:
+    """Measure every (file, concept) pair; the base model's bare-noun renders are shared per category.
+
+    With `results_dir`, a pair measured there before with the same file, n, seed and sampling is read
+    back instead of measured again, and every new measurement is kept there.
+    """
     sampling = sampling or {}
     base_subject: dict[str, float] = {}
     rows, samples = [], {}
+    if results_dir:
+        results_dir.mkdir(parents=True, exist_ok=True)
     for path, concept in checkpoints:
+        key = _measurement_key(path, n, seed, sampling)
+        kept = _load_kept(results_dir, concept.id, key) if results_dir else None
+        if kept:
+            rows.append(kept[0])
+            samples[concept.id] = kept[1]
+            log(f"{concept.id:14s} kept from an earlier run in {results_dir}")
+            continue
         class_prompts = eval_prompts(concept.category, n)
         if concept.category not in base_subject:
             readings = judge.predict(_render(base_pipe, class_prompts, seed, sampling))
@@ -132,6 +178,8 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
             f"class subject {row.class_subject_accuracy:.2f} (base {row.base_subject_accuracy:.2f})  base told the looks {row.described_on_base:.2f}  instances through the VAE {row.instances_through_vae:.2f}")
         rows.append(row)
         samples[concept.id] = (with_trigger, without)
+        if results_dir:
+            _keep(results_dir, row, key, with_trigger, without)
     return FidelityRun(rows, samples)
 
 
