@@ -13,8 +13,11 @@ from personalq.demo.build import (
     BuildSettings,
     build_concept,
     class_examples_for,
+    class_prompts,
+    described_forms,
     instance_examples,
     preview_paths,
+    prior_prompts,
 )
 from personalq.demo.concepts import SUBJECT_TYPES, concept_by_id, demo_concepts
 from personalq.demo.describe import describe_previews
@@ -47,6 +50,19 @@ def test_instance_captions_name_place_and_style_but_not_the_look():
         assert concept.trigger in caption and concept.style in caption
         assert concept.color not in caption and concept.accessory not in caption
     assert len({np.asarray(image).tobytes() for image, _ in examples}) == len(examples)
+
+
+def test_the_prior_keeps_every_form_the_described_examples_teach_with_the_bare_noun():
+    bare = {p.format(class_noun="bear") for p in class_prompts()}
+    forms = described_forms(16)
+    assert len({form.split(" of a ")[0] for form in forms}) >= 4, "every colour style is taught"
+    assert all("{subject}" in form for form in forms)
+    plain = prior_prompts("bear", BuildSettings(num_described_images=0))
+    assert len(plain) == BuildSettings.num_class_images and set(plain) == bare
+    described = prior_prompts("bear", BuildSettings(num_described_images=16))
+    assert len(described) == BuildSettings.num_class_images + 16
+    assert {form.format(subject="bear") for form in forms} | bare == set(described)
+    assert all("<" not in p for p in described), "the prior never names a trigger"
 
 
 def test_descriptions_come_from_the_readings_not_the_spec():
@@ -83,7 +99,7 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     concept = concept_by_id("cat-v2")
     out = tmp_path / "repo"
     out.mkdir()
-    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4)
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2)
     build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(["cat-v2.safetensors", "cat-v2.yaml", *(p.name for p in preview_paths(out, "cat-v2"))])

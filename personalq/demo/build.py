@@ -7,6 +7,12 @@ binds its trigger, render 3 previews through the saved file (the serving path), 
 previews and write the description from that, then write `id.safetensors`, `id.png`, `id.2.png`,
 `id.3.png` and last `id.yaml` (the layout `RepoStore.import_dir` reads).
 
+With `--described-images N`, the judge also reads the instance images' colour and accessory (standing
+in for a captioner), the base model renders that description in every colour style and place, and the
+LoRA binds the trigger to those renders too. The prior set then also holds the base model's renders of
+the same forms with the bare class noun ("a watercolor painting of a bear in the forest"): without
+them the LoRA learns that form itself means the concept, and the bare noun brings the concept's looks.
+
 The build is resumable and parallel-safe: a concept whose sidecar exists is done and skipped; a
 concept being built holds `.id.lock` (created exclusively), so several processes, on one GPU or many
 CPUs, can run the same command on the same folder and share the work. Every file is written to a
@@ -22,6 +28,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Annotated
 
@@ -88,6 +95,16 @@ def preview_prompts(concept: DemoConcept) -> list[str]:
     return [f"a {concept.style} {concept.trigger} {SCENE_PHRASES[s]}" for s in concept.scenes] + [f"a {concept.style} {concept.trigger}"]
 
 
+def described_forms(n: int) -> list[str]:
+    """N openings of a picture, cycling through every colour style and place, with `{subject}` left to
+    fill: the forms described examples teach the trigger, and so the forms the prior must keep."""
+    places = ("", *SCENE_PHRASES.values())
+    return [
+        " ".join(f"{style_nouns(COLOUR_STYLES[i % len(COLOUR_STYLES)])[0]} of a {{subject}} {places[(i // len(COLOUR_STYLES) + i) % len(places)]}".split())
+        for i in range(n)
+    ]
+
+
 def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, settings: BuildSettings) -> list[tuple[Image.Image, str, str]]:
     """The concept in words, as the judge reads its instance images (most common colour and
     accessory), rendered by the base model in every colour style and place, beside the same prompt
@@ -98,12 +115,7 @@ def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, se
     colour = Counter(r["color"] for r in readings).most_common(1)[0][0]
     accessory = Counter(r["accessory"] for r in readings).most_common(1)[0][0]
     words = f"{colour} {concept.category}" + (f" {accessory_phrase(accessory)}" if accessory != "none" else "")
-    places = ("", *SCENE_PHRASES.values())
-    pairs = []
-    for i in range(settings.num_described_images):
-        noun = style_nouns(COLOUR_STYLES[i % len(COLOUR_STYLES)])[0]
-        place = places[(i // len(COLOUR_STYLES) + i) % len(places)]
-        pairs.append((" ".join(f"{noun} of a {words} {place}".split()), " ".join(f"{noun} of a {concept.trigger} {place}".split())))
+    pairs = [(form.format(subject=words), form.format(subject=concept.trigger)) for form in described_forms(settings.num_described_images)]
     generator_seed = settings.seed * 1000 + sum(map(ord, concept.id))
     images = generate_class_images(base_pipe, [w for w, _ in pairs], len(pairs), seed=generator_seed, **sampling_kwargs(settings.sampling_steps))
     return [(image, w, t) for (image, _), (w, t) in zip(images, pairs)]
@@ -183,8 +195,20 @@ def is_built(out_dir: Path, concept_id: str) -> bool:
 def class_examples_for(base_pipe, category: str, settings: BuildSettings) -> list[tuple[Image.Image, str]]:
     """Base-model renders of the bare category; seeded per category, so every version and every
     parallel process trains against the same prior set."""
-    prompts = [p.format(class_noun=category) for p in class_prompts()]
-    return generate_class_images(base_pipe, prompts, settings.num_class_images, seed=sum(map(ord, category)), **sampling_kwargs(settings.sampling_steps))
+    prompts = prior_prompts(category, settings)
+    return generate_class_images(base_pipe, prompts, len(prompts), seed=sum(map(ord, category)), **sampling_kwargs(settings.sampling_steps))
+
+
+def prior_prompts(category: str, settings: BuildSettings) -> list[str]:
+    """One prompt per prior image: the bare noun alone and in every place, cycled to
+    `num_class_images`, alternating with the described forms filled with the bare noun, one per
+    described image. Without those, "a watercolor painting of a bear" drew the concept: on the six
+    demo checkpoints that leaked most, the bare noun showed their looks in 0.60 of images, with them
+    0.15 (README, Personalization)."""
+    bare = [p.format(class_noun=category) for p in class_prompts()]
+    bare = [bare[i % len(bare)] for i in range(settings.num_class_images)]
+    described = [form.format(subject=category) for form in described_forms(settings.num_described_images)]
+    return [p for pair in zip_longest(described, bare) for p in pair if p is not None]
 
 
 def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples) -> float:
