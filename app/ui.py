@@ -237,11 +237,14 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             return (gr.Row(visible=False), gr.Row(visible=False), None, items, ids, f"{note} {count}", *choices)
 
         gr.on([filter_button.click, search.submit, repository_tab.select], show_repository, filters, listing, **private)
+        # One queue for the detail pane's events, run in the order they were asked: each listener
+        # otherwise has its own, and a slow card selection finishing after "Remove…" hid its question.
+        detail_events = dict(private, concurrency_id="repository-detail")
         gallery.select(show_detail, [shown_ids],
-                       [chosen_id, detail_row, detail, detail_previews, timeline, timeline_text, confirm_row], **private)
-        remove_button.click(ask_removal, [chosen_id], [confirm_row, confirm_text], **private)
-        cancel_button.click(lambda: gr.Row(visible=False), None, [confirm_row], **private)
-        confirm_button.click(remove, [chosen_id, *filters], [confirm_row, detail_row, chosen_id, *listing], **private)
+                       [chosen_id, detail_row, detail, detail_previews, timeline, timeline_text, confirm_row], **detail_events)
+        remove_button.click(ask_removal, [chosen_id], [confirm_row, confirm_text], **detail_events)
+        cancel_button.click(lambda: gr.Row(visible=False), None, [confirm_row], **detail_events)
+        confirm_button.click(remove, [chosen_id, *filters], [confirm_row, detail_row, chosen_id, *listing], **detail_events)
 
         # ---------------------------------------------------------------------- upload handlers
         def prefill(path):
