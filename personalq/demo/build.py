@@ -202,9 +202,9 @@ def class_examples_for(base_pipe, category: str, settings: BuildSettings) -> lis
 def prior_prompts(category: str, settings: BuildSettings) -> list[str]:
     """One prompt per prior image: the bare noun alone and in every place, cycled to
     `num_class_images`, alternating with the described forms filled with the bare noun, one per
-    described image. Without those, "a watercolor painting of a bear" drew the concept: on the six
-    demo checkpoints that leaked most, the bare noun showed their looks in 0.60 of images, with them
-    0.15 (README, Personalization)."""
+    described image. Without those, "a watercolor painting of a bear" drew the concept: the bare noun
+    showed the looks of the six demo checkpoints that leaked most in 0.60 of images; with them in
+    0.15, against 0.35 for the shipped build (README, Personalization; the 0.60 is in issue #6)."""
     bare = [p.format(class_noun=category) for p in class_prompts()]
     bare = [bare[i % len(bare)] for i in range(settings.num_class_images)]
     described = [form.format(subject=category) for form in described_forms(settings.num_described_images)]
