@@ -7,11 +7,13 @@ binds its trigger, render 3 previews through the saved file (the serving path), 
 previews and write the description from that, then write `id.safetensors`, `id.png`, `id.2.png`,
 `id.3.png` and last `id.yaml` (the layout `RepoStore.import_dir` reads).
 
-With `--described-images N`, the judge also reads the instance images' colour and accessory (standing
-in for a captioner), the base model renders that description in every colour style and place, and the
-LoRA binds the trigger to those renders too. The prior set then also holds the base model's renders of
-the same forms with the bare class noun ("a watercolor painting of a bear in the forest"): without
-them the LoRA learns that form itself means the concept, and the bare noun brings the concept's looks.
+Four instance images show a concept in one style and two places, too little for the trigger to carry
+its looks everywhere. So the judge also reads the instance images' colour and accessory (standing in
+for a captioner), the base model renders that description in every colour style and place
+(`--described-images`, 16 by default; 0 trains on the instance images alone), and the LoRA binds the
+trigger to those renders too. The prior set then also holds the base model's renders of the same
+forms with the bare class noun ("a watercolor painting of a bear in the forest"): without them the
+LoRA learns that form itself means the concept, and the bare noun brings the concept's looks.
 
 The build is resumable and parallel-safe: a concept whose sidecar exists is done and skipped; a
 concept being built holds `.id.lock` (created exclusively), so several processes, on one GPU or many
@@ -75,7 +77,7 @@ class BuildSettings:
     seed: int = 0
     num_class_images: int = 16
     sampling_steps: int | None = None
-    num_described_images: int = 0
+    num_described_images: int = 16
     """Base-model renders of the concept as the judge describes its instance images (0: none)."""
 
 
@@ -203,8 +205,8 @@ def prior_prompts(category: str, settings: BuildSettings) -> list[str]:
     """One prompt per prior image: the bare noun alone and in every place, cycled to
     `num_class_images`, alternating with the described forms filled with the bare noun, one per
     described image. Without those, "a watercolor painting of a bear" drew the concept: the bare noun
-    showed the looks of the six demo checkpoints that leaked most in 0.60 of images; with them in
-    0.15, against 0.35 for the shipped build (README, Personalization; the 0.60 is in issue #6)."""
+    showed the looks of the six demo checkpoints that leaked most in 0.60 of images, with them in 0.15
+    (issue #6); over all 60 shipped checkpoints it shows them in 0.08 (README, Personalization)."""
     bare = [p.format(class_noun=category) for p in class_prompts()]
     bare = [bare[i % len(bare)] for i in range(settings.num_class_images)]
     described = [form.format(subject=category) for form in described_forms(settings.num_described_images)]
