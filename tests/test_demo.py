@@ -12,10 +12,15 @@ from personalq.demo.build import (
     DEMO_REPO_DIR,
     BuildSettings,
     build_concept,
+    build_demo_repo,
+    check_concept,
     class_examples_for,
     class_prompts,
     described_forms,
+    held_out_shares,
     instance_examples,
+    instance_looks,
+    is_checked,
     preview_paths,
     prior_prompts,
 )
@@ -140,6 +145,50 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
         assert [np.asarray(image).tolist() for image in kept] == [np.asarray(image).tolist() for image in fresh]
     # measured differently (n=3), the kept result does not stand in for it
     assert len(measure_fidelity(pipe, judge, measured, n=3, sampling=sampling, log=lambda _: None, results_dir=tmp_path / "fidelity").samples["cat-v2"][0]) == 3
+
+
+def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kept(nano, tmp_path):
+    """The sidecar records the held-out check of each training, and the files left are the kept one's."""
+    import hashlib
+
+    pipe, judge = nano
+    concept = concept_by_id("cat-v2")
+    out = tmp_path / "repo"
+    out.mkdir()
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
+                             check_images=4, check_target=1.01, retry_described_images=4, retry_look_loss_weight=2.0)
+    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    assert not is_checked(out, "cat-v2")
+    first_sha = hashlib.sha256((out / "cat-v2.safetensors").read_bytes()).hexdigest()
+    recipes = []
+
+    def class_set(recipe):
+        recipes.append(recipe)
+        return class_examples_for(pipe, "cat", recipe)
+
+    record = check_concept(concept, pipe, judge, out, settings, class_set)
+    assert [(r.num_described_images, r.look_loss_weight) for r in recipes] == [(4, 2.0)]  # the stronger recipe, its own prior
+    assert record["looks"] == instance_looks(judge, instance_examples(concept)) and record["renders"] == 4
+    assert set(record) >= {"first", "retry"} and record["kept"] in ("first", "retry")
+    for side in ("first", "retry"):
+        assert all(share * 4 == int(share * 4) for share in record[side].values())  # shares of 4 renders
+    side = yaml.safe_load((out / "cat-v2.yaml").read_text())
+    assert side["trigger_check"] == record and is_checked(out, "cat-v2")
+    kept_sha = hashlib.sha256((out / "cat-v2.safetensors").read_bytes()).hexdigest()
+    assert (kept_sha == first_sha) == (record["kept"] == "first")
+    # the file left is the one whose check the sidecar records, and nothing is left staged
+    assert held_out_shares(pipe, judge, out / "cat-v2.safetensors", concept, record["looks"], settings) == record[record["kept"]]
+    assert sorted(p.name for p in out.iterdir()) == sorted(["cat-v2.safetensors", "cat-v2.yaml", *(p.name for p in preview_paths(out, "cat-v2"))])
+
+
+def test_a_checkpoint_that_meets_its_check_is_not_trained_again(nano, tmp_path):
+    pipe, judge = nano
+    out = tmp_path / "repo"
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2, check_images=2, check_target=0.0)
+    assert build_demo_repo(out, ["cat-v2"], settings, log=lambda _: None) == ["cat-v2"]
+    record = yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"]
+    assert record["kept"] == "first" and "retry" not in record
+    assert build_demo_repo(out, ["cat-v2"], settings, log=lambda _: None) == []  # built and checked: nothing to do
 
 
 def test_fidelity_prompts_differ_only_in_the_subject_and_never_ask_for_a_grey_sketch():

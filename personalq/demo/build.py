@@ -15,10 +15,19 @@ trigger to those renders too. The prior set then also holds the base model's ren
 forms with the bare class noun ("a watercolor painting of a bear in the forest"): without them the
 LoRA learns that form itself means the concept, and the bare noun brings the concept's looks.
 
-The build is resumable and parallel-safe: a concept whose sidecar exists is done and skipped; a
-concept being built holds `.id.lock` (created exclusively), so several processes, on one GPU or many
-CPUs, can run the same command on the same folder and share the work. Every file is written to a
-temporary name and renamed, so a stopped build leaves no half-written checkpoint.
+Then the judge checks the written checkpoint on 16 renders with the trigger and 16 with the bare noun
+that the fidelity bench never makes (`--check-images`; 0: no check). Where fewer than 80% of the
+trigger renders show the looks the judge read off the instance images, the concept is trained once
+more with a stronger recipe (`--retry-described-images` 32 at `--retry-look-weight` 2), checked the
+same way, and the one whose trigger shows more and whose bare noun leaks less is kept; the sidecar
+records both checks under `trigger_check`.
+
+The build is resumable and parallel-safe: a concept whose sidecar exists and records its check is
+done and skipped, one built but not yet checked is only checked, and a concept being worked on holds
+`.id.lock` (created exclusively), so several processes, on one GPU or many CPUs, can run the same
+command on the same folder and share the work. Every file is written to a temporary name and
+renamed, and a second training is staged in its own folder, so a stopped build leaves no
+half-written checkpoint.
 """
 
 from __future__ import annotations
@@ -27,9 +36,11 @@ import base64
 import copy
 import io
 import os
+import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import Annotated
@@ -79,6 +90,17 @@ class BuildSettings:
     sampling_steps: int | None = None
     num_described_images: int = 16
     """Base-model renders of the concept as the judge describes its instance images (0: none)."""
+    look_loss_weight: float = 1.0
+    check_images: int = 16
+    """Held-out renders with the trigger, and as many with the bare noun, the judge checks (0: no check)."""
+    check_target: float = 0.8
+    """Below this share of trigger renders with the looks, the concept is trained once more."""
+    retry_described_images: int = 32
+    retry_look_loss_weight: float = 2.0
+
+    def retry(self) -> BuildSettings:
+        """The stronger recipe for a concept whose check fell short: more described images, weighed more."""
+        return replace(self, num_described_images=self.retry_described_images, look_loss_weight=self.retry_look_loss_weight)
 
 
 def class_prompts() -> tuple[str, ...]:
@@ -107,16 +129,19 @@ def described_forms(n: int) -> list[str]:
     ]
 
 
-def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, settings: BuildSettings) -> list[tuple[Image.Image, str, str]]:
-    """The concept in words, as the judge reads its instance images (most common colour and
-    accessory), rendered by the base model in every colour style and place, beside the same prompt
-    with the trigger. Phrased "a watercolor painting of ...", a form the fidelity prompts never use."""
-    from collections import Counter
-
+def instance_looks(judge, instances) -> dict[str, str]:
+    """The colour and accessory the judge reads most often off the instance images: the concept's
+    looks as a captioner would give them, never taken from its spec."""
     readings = judge.predict([image for image, _ in instances])
-    colour = Counter(r["color"] for r in readings).most_common(1)[0][0]
-    accessory = Counter(r["accessory"] for r in readings).most_common(1)[0][0]
-    words = f"{colour} {concept.category}" + (f" {accessory_phrase(accessory)}" if accessory != "none" else "")
+    return {look: Counter(r[look] for r in readings).most_common(1)[0][0] for look in ("color", "accessory")}
+
+
+def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, settings: BuildSettings) -> list[tuple[Image.Image, str, str]]:
+    """The concept in words, as the judge reads its instance images, rendered by the base model in
+    every colour style and place, beside the same prompt with the trigger. Phrased "a watercolor
+    painting of ...", a form the fidelity prompts never use."""
+    looks = instance_looks(judge, instances)
+    words = f"{looks['color']} {concept.category}" + (f" {accessory_phrase(looks['accessory'])}" if looks["accessory"] != "none" else "")
     pairs = [(form.format(subject=words), form.format(subject=concept.trigger)) for form in described_forms(settings.num_described_images)]
     generator_seed = settings.seed * 1000 + sum(map(ord, concept.id))
     images = generate_class_images(base_pipe, [w for w, _ in pairs], len(pairs), seed=generator_seed, **sampling_kwargs(settings.sampling_steps))
@@ -194,6 +219,10 @@ def is_built(out_dir: Path, concept_id: str) -> bool:
     return (out_dir / f"{concept_id}.yaml").exists() and (out_dir / f"{concept_id}.safetensors").exists()
 
 
+def is_checked(out_dir: Path, concept_id: str) -> bool:
+    return is_built(out_dir, concept_id) and "trigger_check" in yaml.safe_load((out_dir / f"{concept_id}.yaml").read_text())
+
+
 def class_examples_for(base_pipe, category: str, settings: BuildSettings) -> list[tuple[Image.Image, str]]:
     """Base-model renders of the bare category; seeded per category, so every version and every
     parallel process trains against the same prior set."""
@@ -218,6 +247,7 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     config = LoraTrainingConfig(
         trigger=concept.trigger, class_noun=concept.category, rank=settings.rank, steps=settings.steps,
         class_prompts=class_prompts(), num_class_images=len(class_examples), seed=settings.seed, device=settings.device,
+        look_loss_weight=settings.look_loss_weight,
     )
     instances = instance_examples(concept, settings.seed)
     described = described_examples_for(base_pipe, judge, concept, instances, settings) if settings.num_described_images else None
@@ -251,8 +281,42 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     return trained.cpu_seconds
 
 
+def held_out_shares(base_pipe, judge, path: Path, concept: DemoConcept, looks: dict[str, str], settings: BuildSettings) -> dict[str, float]:
+    from personalq.demo.fidelity import held_out_check  # fidelity reads this module's instance images
+
+    pipe = copy.deepcopy(base_pipe)
+    attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
+    return held_out_check(pipe, judge, concept.trigger, concept.category, looks, settings.check_images, sampling=sampling_kwargs(settings.sampling_steps))
+
+
+def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples_for_settings) -> dict:
+    """Check the written concept on held-out renders; below target, build it again with the retry
+    recipe in a staging folder, check that, and keep whichever shows the looks with the trigger more
+    often than the bare noun does by the wider margin. The sidecar records both checks."""
+    looks = instance_looks(judge, instance_examples(concept, settings.seed))
+    record = {"renders": settings.check_images, "looks": looks, "first": held_out_shares(base_pipe, judge, out_dir / f"{concept.id}.safetensors", concept, looks, settings), "kept": "first"}
+    if record["first"]["with_trigger"] < settings.check_target:
+        staging = out_dir / f".{concept.id}.retry"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            retry = settings.retry()
+            build_concept(concept, base_pipe, judge, staging, retry, class_examples_for_settings(retry))
+            record["retry"] = held_out_shares(base_pipe, judge, staging / f"{concept.id}.safetensors", concept, looks, settings)
+            margin = {side: record[side]["with_trigger"] - record[side]["without_trigger"] for side in ("first", "retry")}
+            if margin["retry"] > margin["first"]:
+                for path in sorted(staging.iterdir(), key=lambda p: p.suffix == ".yaml"):  # the sidecar last
+                    os.replace(path, out_dir / path.name)
+                record["kept"] = "retry"
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    side = yaml.safe_load((out_dir / f"{concept.id}.yaml").read_text())
+    write_atomic(out_dir / f"{concept.id}.yaml", yaml.safe_dump({**side, "trigger_check": record}, sort_keys=False).encode())
+    return record
+
+
 def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None, settings: BuildSettings | None = None, log=print) -> list[str]:
-    """Build every concept of `only` (default: all 60) not yet in `out_dir`; return the ids built here."""
+    """Build and check every concept of `only` (default: all 60) not yet done in `out_dir`; return the ids worked on here."""
     from personalq.nano import load_pipeline
     from personalq.nano.judge import Judge
 
@@ -262,7 +326,11 @@ def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None
     unknown = sorted(set(only or []) - known)
     if unknown:
         raise ValueError(f"unknown demo concept(s) {', '.join(unknown)}; ids look like bear-v1")
-    todo = [c for c in concepts if (not only or c.id in only) and not is_built(out_dir, c.id)]
+
+    def done(concept_id: str) -> bool:
+        return is_checked(out_dir, concept_id) if settings.check_images else is_built(out_dir, concept_id)
+
+    todo = [c for c in concepts if (not only or c.id in only) and not done(c.id)]
     out_dir.mkdir(parents=True, exist_ok=True)
     if not todo:
         log(f"nothing to build: every requested concept is in {out_dir}")
@@ -270,18 +338,28 @@ def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None
     base_pipe = load_pipeline(settings.device)
     judge = Judge.load(device=settings.device)
     built = []
-    class_sets: dict[str, list] = {}
+    class_sets: dict[tuple, list] = {}
+
+    def class_set(category: str, recipe: BuildSettings) -> list:
+        key = (category, recipe.num_class_images, recipe.num_described_images)
+        if key not in class_sets:
+            class_sets[key] = class_examples_for(base_pipe, category, recipe)
+        return class_sets[key]
+
     for concept in todo:
         lock = ConceptLock(out_dir, concept.id)
-        if is_built(out_dir, concept.id) or not lock.acquire():
+        if done(concept.id) or not lock.acquire():
             continue
         try:
             started = time.perf_counter()
-            if concept.category not in class_sets:
-                class_sets[concept.category] = class_examples_for(base_pipe, concept.category, settings)
-            train_seconds = build_concept(concept, base_pipe, judge, out_dir, settings, class_sets[concept.category])
+            if not is_built(out_dir, concept.id):
+                train_seconds = build_concept(concept, base_pipe, judge, out_dir, settings, class_set(concept.category, settings))
+                log(f"{concept.id}: trained in {train_seconds:.1f} CPU s, built in {time.perf_counter() - started:.1f} s ({settings.device})")
+            if settings.check_images:
+                record = check_concept(concept, base_pipe, judge, out_dir, settings, lambda recipe, category=concept.category: class_set(category, recipe))
+                shares = "; ".join(f"{side}: trigger {record[side]['with_trigger']:.2f}, bare noun {record[side]['without_trigger']:.2f}" for side in ("first", "retry") if side in record)
+                log(f"{concept.id}: checked on {record['renders']} held-out renders ({shares}), kept the {record['kept']} ({time.perf_counter() - started:.1f} s)")
             built.append(concept.id)
-            log(f"{concept.id}: trained in {train_seconds:.1f} CPU s, built in {time.perf_counter() - started:.1f} s ({settings.device})")
         finally:
             lock.release()
     return built
@@ -294,10 +372,16 @@ def main(
     rank: Annotated[int, typer.Option("--rank")] = BuildSettings.rank,
     device: Annotated[str, typer.Option("--device")] = BuildSettings().device,
     described_images: Annotated[int, typer.Option("--described-images", help="base-model renders of the concept as the judge describes it, to teach the trigger (0: none)")] = BuildSettings.num_described_images,
+    check_images: Annotated[int, typer.Option("--check-images", help="held-out renders the judge checks after training, with the trigger and as many without (0: no check)")] = BuildSettings.check_images,
+    retry_described_images: Annotated[int, typer.Option("--retry-described-images", help="described images of the second training, for a concept whose check fell short")] = BuildSettings.retry_described_images,
+    retry_look_weight: Annotated[float, typer.Option("--retry-look-weight", help="weight of the described images' loss in that second training")] = BuildSettings.retry_look_loss_weight,
 ) -> None:
-    """Build the 60-checkpoint demo repository (skips concepts already built; safe to run in parallel)."""
+    """Build the 60-checkpoint demo repository (skips concepts already built and checked; safe to run in parallel)."""
     try:
-        build_demo_repo(out, only, BuildSettings(steps=steps, rank=rank, device=device, num_described_images=described_images))
+        build_demo_repo(out, only, BuildSettings(
+            steps=steps, rank=rank, device=device, num_described_images=described_images, check_images=check_images,
+            retry_described_images=retry_described_images, retry_look_loss_weight=retry_look_weight,
+        ))
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error

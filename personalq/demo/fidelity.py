@@ -15,6 +15,10 @@ Every prompt names a style the world draws in colour, cycling through all of the
 from captions that leave the style out a quarter of the time, so a prompt naming none gets a pencil
 sketch one time in five, and a sketch is grey, so no colour can be found in it.
 
+The demo build checks each checkpoint it trains the same way (`held_out_check`), on renders the bench
+never makes: the style-place pairs after the bench's first 8, other seeds, and the looks the judge
+reads off the instance images rather than the concept's spec, as a user checking a fine-tune would.
+
 Measuring all 60 takes about 20 minutes on a CPU, so with a results folder each checkpoint's row and
 samples are kept as they are measured and a later run reuses them (the same file, prompts and seeds
 give the same images): a stopped run resumes, and a run started while the demo build is still going
@@ -49,6 +53,21 @@ def eval_prompts(subject_word: str, n: int) -> list[str]:
         " ".join(f"a {COLOUR_STYLES[i % len(COLOUR_STYLES)]} {subject_word} {EVAL_PHRASES[i % len(EVAL_PHRASES)]}".split())
         for i in range(n)
     ]
+
+
+def held_out_check(pipe, judge, trigger: str, class_noun: str, looks: dict[str, str], n: int = 16, seed: int = 1, sampling: dict | None = None) -> dict[str, float]:
+    """Shares of N renders with the trigger, and N with the bare noun, that show every one of `looks`.
+
+    The prompts are the bench's forms after its first 8 (other style-place pairs; the pairs repeat
+    every 36), rendered from another seed: a check the build may select on without choosing for the
+    bench's own images.
+    """
+    sampling = sampling or {}
+    shares = {}
+    for side, word in (("with_trigger", trigger), ("without_trigger", class_noun)):
+        readings = judge.predict(_render(pipe, eval_prompts(word, 8 + n)[8:], seed, sampling))
+        shares[side] = float(np.mean([looks_present(r, looks) for r in readings]))
+    return shares
 
 
 def described_subject(concept: DemoConcept) -> str:
