@@ -83,6 +83,23 @@ def _textbox(page, elem_id: str):
     return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
 
 
+def _type_until_kept(box, text: str, tries: int = 5) -> None:
+    """Type into a box, leave it, and type again until the value stays.
+
+    Typed straight after the Settings tab opened, the box sometimes came back empty (1 fresh-clone run
+    of the suite), and clicking Save straight after typing sometimes sent the old value ("Saved." for
+    "a lot", 3 runs in 4): Gradio mounts a tab's components lazily and can reset a box it is still
+    mounting. A person types later than that; the test must not race it either.
+    """
+    for _ in range(tries):
+        box.fill(text)
+        box.press("Tab")
+        box.page.wait_for_timeout(300)
+        if box.input_value() == text:
+            return
+    raise AssertionError(f"the box did not keep {text!r} in {tries} tries")
+
+
 def _repository_ids(page, count: int | None = None) -> list[str]:
     """The ids the Repository tab lists; later calls name the `count` they expect, so a stale list never passes."""
     from playwright.sync_api import expect
@@ -208,15 +225,10 @@ def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, ap
         page.get_by_role("tab", name="Settings").click()
         budget = _textbox(page, "settings-budget")
         expect(page.locator("#settings-save")).to_be_visible()
-        budget.fill("a lot")
-        # Clicking Save straight after typing sometimes sent the old value ("Saved." for "a lot", 3 runs in 4
-        # here); leaving the box first makes the typed value the one Save sends (4 runs in 4).
-        budget.press("Tab")
-        expect(budget).to_have_value("a lot")
+        _type_until_kept(budget, "a lot")
         page.click("#settings-save")
         expect(page.locator("#settings-status")).to_contain_text("memory_budget_mb must be a number")
-        budget.fill("")
-        budget.press("Tab")
+        _type_until_kept(budget, "")
         page.click("#settings-save")
         expect(page.locator("#settings-status")).to_contain_text("Saved.")
         browser.close()
