@@ -181,6 +181,30 @@ def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kep
     assert sorted(p.name for p in out.iterdir()) == sorted(["cat-v2.safetensors", "cat-v2.yaml", *(p.name for p in preview_paths(out, "cat-v2"))])
 
 
+def test_a_retry_that_checks_better_replaces_the_checkpoint_and_its_previews(nano, tmp_path, monkeypatch):
+    """The swap itself: the check's judgement is fixed here (the staged retry checks better), the files are real."""
+    import hashlib
+
+    import personalq.demo.build as build
+
+    pipe, judge = nano
+    concept = concept_by_id("cat-v2")
+    out = tmp_path / "repo"
+    out.mkdir()
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
+                             check_images=2, retry_described_images=4)
+    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
+    monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
+        "with_trigger": 1.0 if ".retry" in str(path) else 0.5, "without_trigger": 0.0})
+    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe))
+    assert record["kept"] == "retry" and record["retry"]["with_trigger"] == 1.0
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
+    assert set(after) == set(before)  # nothing staged is left behind
+    assert after["cat-v2.safetensors"] != before["cat-v2.safetensors"]
+    assert yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"] == record
+
+
 def test_a_checkpoint_that_meets_its_check_is_not_trained_again(nano, tmp_path):
     pipe, judge = nano
     out = tmp_path / "repo"
