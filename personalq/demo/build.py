@@ -242,6 +242,13 @@ def prior_prompts(category: str, settings: BuildSettings) -> list[str]:
     return [p for pair in zip_longest(described, bare) for p in pair if p is not None]
 
 
+def pipeline_with(base_pipe, path: Path, concept: DemoConcept):
+    """A copy of the base pipeline with one concept's file attached, the base left untouched for the next."""
+    pipe = copy.deepcopy(base_pipe)
+    attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
+    return pipe
+
+
 def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples) -> float:
     """Train, preview, describe and write one concept; return the training CPU seconds."""
     config = LoraTrainingConfig(
@@ -266,8 +273,7 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     target = out_dir / f"{concept.id}.safetensors"
     draft = save_personalized_lora(out_dir / f".{concept.id}.draft.safetensors", trained.unet_lora_state_dict, trained.trigger_embeddings, spec, trained.lora_config)
     try:
-        pipe = copy.deepcopy(base_pipe)
-        attach_personalized_lora(pipe, draft, adapter_name=concept.id.replace("-", "_"))
+        pipe = pipeline_with(base_pipe, draft, concept)
         generator = torch.Generator("cpu").manual_seed(settings.seed + 7)
         previews = [pipe(prompt, generator=generator, **sampling_kwargs(settings.sampling_steps)).images[0] for prompt in preview_prompts(concept)]
     finally:
@@ -284,9 +290,7 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
 def held_out_shares(base_pipe, judge, path: Path, concept: DemoConcept, looks: dict[str, str], settings: BuildSettings) -> dict[str, float]:
     from personalq.demo.fidelity import held_out_check  # fidelity reads this module's instance images
 
-    pipe = copy.deepcopy(base_pipe)
-    attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
-    return held_out_check(pipe, judge, concept.trigger, concept.category, looks, settings.check_images, sampling=sampling_kwargs(settings.sampling_steps))
+    return held_out_check(pipeline_with(base_pipe, path, concept), judge, concept.trigger, concept.category, looks, settings.check_images, sampling=sampling_kwargs(settings.sampling_steps))
 
 
 def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples_for_settings) -> dict:

@@ -27,7 +27,6 @@ measures what it has finished and, run again, only what it finished since.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -37,10 +36,9 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from personalq.demo.build import instance_examples, write_atomic
+from personalq.demo.build import instance_examples, pipeline_with, write_atomic
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
 from personalq.nano.world import COLOUR_STYLES, accessory_phrase
-from personalq.personalize import attach_personalized_lora
 from personalq.personalize.train import encode_images, pipeline_resolution
 
 EVAL_PHRASES = ("", *SCENE_PHRASES.values())
@@ -175,8 +173,7 @@ def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept
         if concept.category not in base_subject:
             readings = judge.predict(_render(base_pipe, class_prompts, seed, sampling))
             base_subject[concept.category] = float(np.mean([r["subject"] == concept.category for r in readings]))
-        pipe = copy.deepcopy(base_pipe)
-        attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
+        pipe = pipeline_with(base_pipe, path, concept)
         with_trigger = _render(pipe, eval_prompts(concept.trigger, n), seed, sampling)
         without = _render(pipe, class_prompts, seed, sampling)
         trig_readings, class_readings = judge.predict(with_trigger), judge.predict(without)
