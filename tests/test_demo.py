@@ -156,9 +156,9 @@ def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kep
     out = tmp_path / "repo"
     out.mkdir()
     settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
-                             check_images=4, check_target=1.01, retry_described_images=4, retry_look_loss_weight=2.0)
+                             check_images=4, check_target=1.01, retry_described_images=4, retry_look_loss_weight=2.0, longer_steps=3)
     build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
-    assert not is_checked(out, "cat-v2")
+    assert not is_checked(out, "cat-v2", settings)
     first_sha = hashlib.sha256((out / "cat-v2.safetensors").read_bytes()).hexdigest()
     recipes = []
 
@@ -166,14 +166,15 @@ def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kep
         recipes.append(recipe)
         return class_examples_for(pipe, "cat", recipe)
 
-    record = check_concept(concept, pipe, judge, out, settings, class_set)
-    assert [(r.num_described_images, r.look_loss_weight) for r in recipes] == [(4, 2.0)]  # the stronger recipe, its own prior
+    record = check_concept(concept, pipe, judge, out, settings, class_set, log=lambda _: None)
+    # never met (target above 1), so both later recipes: more described images weighed more, then longer
+    assert [(r.num_described_images, r.look_loss_weight, r.steps) for r in recipes] == [(4, 2.0, 2), (4, 2.0, 3)]
     assert record["looks"] == instance_looks(judge, instance_examples(concept)) and record["renders"] == 4
-    assert set(record) >= {"first", "retry"} and record["kept"] in ("first", "retry")
-    for side in ("first", "retry"):
+    assert set(record) >= {"first", "retry", "longer"} and record["kept"] in ("first", "retry", "longer")
+    for side in ("first", "retry", "longer"):
         assert all(share * 4 == int(share * 4) for share in record[side].values())  # shares of 4 renders
     side = yaml.safe_load((out / "cat-v2.yaml").read_text())
-    assert side["trigger_check"] == record and is_checked(out, "cat-v2")
+    assert side["trigger_check"] == record and is_checked(out, "cat-v2", settings)
     kept_sha = hashlib.sha256((out / "cat-v2.safetensors").read_bytes()).hexdigest()
     assert (kept_sha == first_sha) == (record["kept"] == "first")
     # the file left is the one whose check the sidecar records, and nothing is left staged
@@ -197,12 +198,49 @@ def test_a_retry_that_checks_better_replaces_the_checkpoint_and_its_previews(nan
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
     monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
         "with_trigger": 1.0 if ".retry" in str(path) else 0.5, "without_trigger": 0.0})
-    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe))
-    assert record["kept"] == "retry" and record["retry"]["with_trigger"] == 1.0
+    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+    assert record["kept"] == "retry" and record["retry"]["with_trigger"] == 1.0 and "longer" not in record  # met: no third
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
     assert set(after) == set(before)  # nothing staged is left behind
     assert after["cat-v2.safetensors"] != before["cat-v2.safetensors"]
     assert yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"] == record
+
+
+def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, tmp_path, monkeypatch):
+    """First and retry short of the check: the sidecar records them as they are made, so a build
+    stopped in the third training does only that one on resume, and keeps it if it checks better."""
+    import personalq.demo.build as build
+
+    pipe, judge = nano
+    concept = concept_by_id("cat-v2")
+    out = tmp_path / "repo"
+    out.mkdir()
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
+                             check_images=2, retry_described_images=4, longer_steps=3)
+    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
+        "with_trigger": 0.9 if ".longer" in str(path) else 0.5, "without_trigger": 0.0})
+    trained = []
+    real_build_concept = build.build_concept
+
+    def stopped_in_the_longer(concept_, base, judge_, staging, recipe, class_examples):
+        trained.append(recipe.steps)
+        if recipe.steps == 3:
+            raise KeyboardInterrupt
+        return real_build_concept(concept_, base, judge_, staging, recipe, class_examples)
+
+    monkeypatch.setattr(build, "build_concept", stopped_in_the_longer)
+    with pytest.raises(KeyboardInterrupt):
+        check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+    record = yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"]
+    assert set(record) == {"renders", "looks", "first", "retry", "kept"} and not is_checked(out, "cat-v2", settings)
+    assert not any(p.name.startswith(".cat-v2.") for p in out.iterdir())  # the stopped training's staging is gone
+
+    trained.clear()
+    monkeypatch.setattr(build, "build_concept", lambda *args: (trained.append(args[4].steps), real_build_concept(*args))[1])
+    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+    assert trained == [3] and record["kept"] == "longer" and record["longer"]["with_trigger"] == 0.9
+    assert yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"] == record and is_checked(out, "cat-v2", settings)
 
 
 def test_a_checkpoint_that_meets_its_check_is_not_trained_again(nano, tmp_path):

@@ -17,17 +17,19 @@ LoRA learns that form itself means the concept, and the bare noun brings the con
 
 Then the judge checks the written checkpoint on 16 renders with the trigger and 16 with the bare noun
 that the fidelity bench never makes (`--check-images`; 0: no check). Where fewer than 80% of the
-trigger renders show the looks the judge read off the instance images, the concept is trained once
-more with a stronger recipe (`--retry-described-images` 32 at `--retry-look-weight` 2), checked the
-same way, and the one whose trigger shows more and whose bare noun leaks less is kept; the sidecar
-records both checks under `trigger_check`.
+trigger renders show the looks the judge read off the instance images, the concept is trained again
+with a stronger recipe (`--retry-described-images` 32 at `--retry-look-weight` 2), checked the same
+way, and the one whose trigger shows more and whose bare noun leaks less is kept; if the kept one
+still falls short, a third training takes the retry's recipe twice as long (`--longer-steps` 600;
+0: none) and is weighed against the kept one the same way. The sidecar records every check under
+`trigger_check`.
 
-The build is resumable and parallel-safe: a concept whose sidecar exists and records its check is
-done and skipped, one built but not yet checked is only checked, and a concept being worked on holds
-`.id.lock` (created exclusively), so several processes, on one GPU or many CPUs, can run the same
-command on the same folder and share the work. Every file is written to a temporary name and
-renamed, and a second training is staged in its own folder, so a stopped build leaves no
-half-written checkpoint.
+The build is resumable and parallel-safe: a concept whose sidecar records a finished check (met,
+or every recipe tried) is done and skipped, one built but not fully checked goes on from the checks
+its sidecar records, and a concept being worked on holds `.id.lock` (created exclusively), so
+several processes, on one GPU or many CPUs, can run the same command on the same folder and share
+the work. Every file is written to a temporary name and renamed, and each later training is staged
+in its own folder, so a stopped build leaves no half-written checkpoint.
 """
 
 from __future__ import annotations
@@ -94,13 +96,17 @@ class BuildSettings:
     check_images: int = 16
     """Held-out renders with the trigger, and as many with the bare noun, the judge checks (0: no check)."""
     check_target: float = 0.8
-    """Below this share of trigger renders with the looks, the concept is trained once more."""
+    """Below this share of trigger renders with the looks, the concept is trained again with the next recipe."""
     retry_described_images: int = 32
     retry_look_loss_weight: float = 2.0
+    longer_steps: int = 600
+    """Steps of the third recipe, the retry's trained longer, for a concept still short after the retry (0: none)."""
 
-    def retry(self) -> BuildSettings:
-        """The stronger recipe for a concept whose check fell short: more described images, weighed more."""
-        return replace(self, num_described_images=self.retry_described_images, look_loss_weight=self.retry_look_loss_weight)
+    def recipes(self) -> dict[str, BuildSettings]:
+        """The trainings a concept may get, in order, each tried only while the kept one falls short:
+        the first; the retry, with more described images weighed more; the retry trained longer."""
+        retry = replace(self, num_described_images=self.retry_described_images, look_loss_weight=self.retry_look_loss_weight)
+        return {"first": self, "retry": retry, **({"longer": replace(retry, steps=self.longer_steps)} if self.longer_steps else {})}
 
 
 def class_prompts() -> tuple[str, ...]:
@@ -219,8 +225,16 @@ def is_built(out_dir: Path, concept_id: str) -> bool:
     return (out_dir / f"{concept_id}.yaml").exists() and (out_dir / f"{concept_id}.safetensors").exists()
 
 
-def is_checked(out_dir: Path, concept_id: str) -> bool:
-    return is_built(out_dir, concept_id) and "trigger_check" in yaml.safe_load((out_dir / f"{concept_id}.yaml").read_text())
+def check_finished(record: dict, settings: BuildSettings) -> bool:
+    """The kept training meets the check, or every recipe has been tried."""
+    return record[record["kept"]]["with_trigger"] >= settings.check_target or set(settings.recipes()) <= set(record)
+
+
+def is_checked(out_dir: Path, concept_id: str, settings: BuildSettings) -> bool:
+    if not is_built(out_dir, concept_id):
+        return False
+    record = yaml.safe_load((out_dir / f"{concept_id}.yaml").read_text()).get("trigger_check")
+    return record is not None and check_finished(record, settings)
 
 
 def class_examples_for(base_pipe, category: str, settings: BuildSettings) -> list[tuple[Image.Image, str]]:
@@ -293,30 +307,45 @@ def held_out_shares(base_pipe, judge, path: Path, concept: DemoConcept, looks: d
     return held_out_check(pipeline_with(base_pipe, path, concept), judge, concept.trigger, concept.category, looks, settings.check_images, sampling=sampling_kwargs(settings.sampling_steps))
 
 
-def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples_for_settings) -> dict:
-    """Check the written concept on held-out renders; below target, build it again with the retry
-    recipe in a staging folder, check that, and keep whichever shows the looks with the trigger more
-    often than the bare noun does by the wider margin. The sidecar records both checks."""
-    looks = instance_looks(judge, instance_examples(concept, settings.seed))
-    record = {"renders": settings.check_images, "looks": looks, "first": held_out_shares(base_pipe, judge, out_dir / f"{concept.id}.safetensors", concept, looks, settings), "kept": "first"}
-    if record["first"]["with_trigger"] < settings.check_target:
-        staging = out_dir / f".{concept.id}.retry"
+def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples_for_settings, log=print) -> dict:
+    """Check the written concept on held-out renders; while the kept training falls short, build the
+    concept again with the next recipe in a staging folder, check that, and keep whichever shows the
+    looks with the trigger more often than the bare noun does by the wider margin. The sidecar records
+    every check after each, so a stopped build resumes with the next recipe."""
+    sidecar_path = out_dir / f"{concept.id}.yaml"
+    record = yaml.safe_load(sidecar_path.read_text()).get("trigger_check")
+    if record is None:
+        looks = instance_looks(judge, instance_examples(concept, settings.seed))
+        record = {"renders": settings.check_images, "looks": looks, "first": held_out_shares(base_pipe, judge, out_dir / f"{concept.id}.safetensors", concept, looks, settings), "kept": "first"}
+        _write_check(sidecar_path, record)
+    for name, recipe in settings.recipes().items():
+        if check_finished(record, settings):
+            break
+        if name in record:
+            continue
+        staging = out_dir / f".{concept.id}.{name}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         try:
-            retry = settings.retry()
-            build_concept(concept, base_pipe, judge, staging, retry, class_examples_for_settings(retry))
-            record["retry"] = held_out_shares(base_pipe, judge, staging / f"{concept.id}.safetensors", concept, looks, settings)
-            margin = {side: record[side]["with_trigger"] - record[side]["without_trigger"] for side in ("first", "retry")}
-            if margin["retry"] > margin["first"]:
+            build_concept(concept, base_pipe, judge, staging, recipe, class_examples_for_settings(recipe))
+            record = {**record, name: held_out_shares(base_pipe, judge, staging / f"{concept.id}.safetensors", concept, record["looks"], settings)}
+            margin = {side: record[side]["with_trigger"] - record[side]["without_trigger"] for side in (record["kept"], name)}
+            if margin[name] > margin[record["kept"]]:
+                record["kept"] = name
+                _write_check(staging / sidecar_path.name, record)
                 for path in sorted(staging.iterdir(), key=lambda p: p.suffix == ".yaml"):  # the sidecar last
                     os.replace(path, out_dir / path.name)
-                record["kept"] = "retry"
+            else:
+                _write_check(sidecar_path, record)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    side = yaml.safe_load((out_dir / f"{concept.id}.yaml").read_text())
-    write_atomic(out_dir / f"{concept.id}.yaml", yaml.safe_dump({**side, "trigger_check": record}, sort_keys=False).encode())
+        log(f"{concept.id}: {name}: trigger {record[name]['with_trigger']:.2f}, bare noun {record[name]['without_trigger']:.2f}; keeping the {record['kept']}")
     return record
+
+
+def _write_check(sidecar_path: Path, record: dict) -> None:
+    side = yaml.safe_load(sidecar_path.read_text())
+    write_atomic(sidecar_path, yaml.safe_dump({**side, "trigger_check": record}, sort_keys=False).encode())
 
 
 def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None, settings: BuildSettings | None = None, log=print) -> list[str]:
@@ -332,7 +361,7 @@ def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None
         raise ValueError(f"unknown demo concept(s) {', '.join(unknown)}; ids look like bear-v1")
 
     def done(concept_id: str) -> bool:
-        return is_checked(out_dir, concept_id) if settings.check_images else is_built(out_dir, concept_id)
+        return is_checked(out_dir, concept_id, settings) if settings.check_images else is_built(out_dir, concept_id)
 
     todo = [c for c in concepts if (not only or c.id in only) and not done(c.id)]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -360,8 +389,8 @@ def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None
                 train_seconds = build_concept(concept, base_pipe, judge, out_dir, settings, class_set(concept.category, settings))
                 log(f"{concept.id}: trained in {train_seconds:.1f} CPU s, built in {time.perf_counter() - started:.1f} s ({settings.device})")
             if settings.check_images:
-                record = check_concept(concept, base_pipe, judge, out_dir, settings, lambda recipe, category=concept.category: class_set(category, recipe))
-                shares = "; ".join(f"{side}: trigger {record[side]['with_trigger']:.2f}, bare noun {record[side]['without_trigger']:.2f}" for side in ("first", "retry") if side in record)
+                record = check_concept(concept, base_pipe, judge, out_dir, settings, lambda recipe, category=concept.category: class_set(category, recipe), log=log)
+                shares = "; ".join(f"{side}: trigger {record[side]['with_trigger']:.2f}, bare noun {record[side]['without_trigger']:.2f}" for side in settings.recipes() if side in record)
                 log(f"{concept.id}: checked on {record['renders']} held-out renders ({shares}), kept the {record['kept']} ({time.perf_counter() - started:.1f} s)")
             built.append(concept.id)
         finally:
@@ -379,12 +408,13 @@ def main(
     check_images: Annotated[int, typer.Option("--check-images", help="held-out renders the judge checks after training, with the trigger and as many without (0: no check)")] = BuildSettings.check_images,
     retry_described_images: Annotated[int, typer.Option("--retry-described-images", help="described images of the second training, for a concept whose check fell short")] = BuildSettings.retry_described_images,
     retry_look_weight: Annotated[float, typer.Option("--retry-look-weight", help="weight of the described images' loss in that second training")] = BuildSettings.retry_look_loss_weight,
+    longer_steps: Annotated[int, typer.Option("--longer-steps", help="steps of a third training, the second's recipe trained longer, for a concept still short of its check (0: none)")] = BuildSettings.longer_steps,
 ) -> None:
     """Build the 60-checkpoint demo repository (skips concepts already built and checked; safe to run in parallel)."""
     try:
         build_demo_repo(out, only, BuildSettings(
             steps=steps, rank=rank, device=device, num_described_images=described_images, check_images=check_images,
-            retry_described_images=retry_described_images, retry_look_loss_weight=retry_look_weight,
+            retry_described_images=retry_described_images, retry_look_loss_weight=retry_look_weight, longer_steps=longer_steps,
         ))
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
