@@ -233,6 +233,7 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
     with pytest.raises(KeyboardInterrupt):
         check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
     record = yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"]
+    assert trained == [2, 3]  # the retry ran, then the longer one was stopped
     assert set(record) == {"renders", "looks", "first", "retry", "kept"} and not is_checked(out, "cat-v2", settings)
     assert not any(p.name.startswith(".cat-v2.") for p in out.iterdir())  # the stopped training's staging is gone
 

@@ -311,7 +311,7 @@ def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     """Check the written concept on held-out renders; while the kept training falls short, build the
     concept again with the next recipe in a staging folder, check that, and keep whichever shows the
     looks with the trigger more often than the bare noun does by the wider margin. The sidecar records
-    every check after each, so a stopped build resumes with the next recipe."""
+    each check as soon as it is made, so a stopped build resumes with the next recipe."""
     sidecar_path = out_dir / f"{concept.id}.yaml"
     record = yaml.safe_load(sidecar_path.read_text()).get("trigger_check")
     if record is None:
