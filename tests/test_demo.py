@@ -220,16 +220,16 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
     build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
     monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
         "with_trigger": 0.9 if ".longer" in str(path) else 0.5, "without_trigger": 0.0})
-    trained = []
+    trained, stop_at_steps = [], {3}
     real_build_concept = build.build_concept
 
-    def stopped_in_the_longer(concept_, base, judge_, staging, recipe, class_examples):
+    def build_recorded(concept_, base, judge_, staging, recipe, class_examples):
         trained.append(recipe.steps)
-        if recipe.steps == 3:
+        if recipe.steps in stop_at_steps:
             raise KeyboardInterrupt
         return real_build_concept(concept_, base, judge_, staging, recipe, class_examples)
 
-    monkeypatch.setattr(build, "build_concept", stopped_in_the_longer)
+    monkeypatch.setattr(build, "build_concept", build_recorded)
     with pytest.raises(KeyboardInterrupt):
         check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
     record = yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"]
@@ -238,7 +238,7 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
     assert not any(p.name.startswith(".cat-v2.") for p in out.iterdir())  # the stopped training's staging is gone
 
     trained.clear()
-    monkeypatch.setattr(build, "build_concept", lambda *args: (trained.append(args[4].steps), real_build_concept(*args))[1])
+    stop_at_steps.clear()
     record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
     assert trained == [3] and record["kept"] == "longer" and record["longer"]["with_trigger"] == 0.9
     assert yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"] == record and is_checked(out, "cat-v2", settings)
