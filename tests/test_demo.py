@@ -167,11 +167,13 @@ def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kep
         return class_examples_for(pipe, "cat", recipe)
 
     record = check_concept(concept, pipe, judge, out, settings, class_set, log=lambda _: None)
-    # never met (target above 1), so both later recipes: more described images weighed more, then longer
-    assert [(r.num_described_images, r.look_loss_weight, r.steps) for r in recipes] == [(4, 2.0, 2), (4, 2.0, 3)]
+    # never met (target above 1), so every later recipe: more described images weighed more, that
+    # longer, then the first's with its described target guided
+    assert [(r.num_described_images, r.look_loss_weight, r.steps, r.look_guidance) for r in recipes] == [(4, 2.0, 2, 0.0), (4, 2.0, 3, 0.0), (2, 1.0, 2, 1.0)]
     assert record["looks"] == instance_looks(judge, instance_examples(concept)) and record["renders"] == 4
-    assert set(record) >= {"first", "retry", "longer"} and record["kept"] in ("first", "retry", "longer")
-    for side in ("first", "retry", "longer"):
+    trainings = ("first", "retry", "longer", "guided")
+    assert set(record) == {"renders", "looks", "kept", *trainings} and record["kept"] in trainings
+    for side in trainings:
         assert all(share * 4 == int(share * 4) for share in record[side].values())  # shares of 4 renders
     side = yaml.safe_load((out / "cat-v2.yaml").read_text())
     assert side["trigger_check"] == record and is_checked(out, "cat-v2", settings)

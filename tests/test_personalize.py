@@ -132,6 +132,32 @@ def test_described_examples_pull_the_trigger_towards_what_the_words_render(train
         train_lora(base, instances, config, described_examples=[(described[0][0], with_trigger, with_trigger)], progress=False)
 
 
+def test_look_guidance_pushes_the_trigger_past_the_words_away_from_the_bare_noun(trained, tmp_path):
+    """Guided, the trigger's prediction reaches further along the direction from the bare-noun form to
+    the words form than the same training unguided (here the red instances already carry it past the
+    words: 1.3 of the way unguided, 2.2 at guidance 2)."""
+    from personalq.personalize.train import generate_class_images
+
+    base, _, _ = trained
+    words, with_trigger, bare = "a photo of a blue bear with a hat", f"a photo of a {TRIGGER}", "a photo of a bear"
+    instances = [(_solid((220, 30, 30)), f"a {TRIGGER}") for _ in range(3)]
+    described = [(image, words, with_trigger) for image, _ in generate_class_images(base, [words], 4, num_inference_steps=4)]
+    on_words, on_bare = _noise_predictions(base, words), _noise_predictions(base, bare)
+    direction = (on_words - on_bare).flatten()
+    reach = {}
+    for guidance in (0.0, 2.0):
+        config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=30, learning_rate=2e-2, embedding_learning_rate=5e-2,
+                                    prior_preservation=False, look_loss_weight=4.0, look_guidance=guidance, device="cpu")
+        result = train_lora(base, instances, config, described_examples=described, progress=False)
+        spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32")
+        path = save_personalized_lora(tmp_path / f"g{guidance}.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
+        pipe = copy.deepcopy(base)
+        attach_personalized_lora(pipe, path, "bear")
+        # How far along bare -> words the trigger's prediction reaches: 0 at the bare noun, 1 at the words.
+        reach[guidance] = float((_noise_predictions(pipe, with_trigger) - on_bare).flatten() @ direction / direction.pow(2).sum())
+    assert reach[2.0] > reach[0.0] + 0.5, reach
+
+
 def test_attaching_again_overwrites_the_trigger_row(trained):
     base, _, path = trained
     pipe = copy.deepcopy(base)

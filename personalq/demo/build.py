@@ -21,8 +21,9 @@ trigger renders show the looks the judge read off the instance images, the conce
 with a stronger recipe (`--retry-described-images` 32 at `--retry-look-weight` 2), checked the same
 way, and the one whose trigger shows more and whose bare noun leaks less is kept; if the kept one
 still falls short, a third training takes the retry's recipe twice as long (`--longer-steps` 600;
-0: none) and is weighed against the kept one the same way. The sidecar records every check under
-`trigger_check`.
+0: none), and a fourth the first recipe with the described examples' target guided away from the
+bare noun (`--guided-look-guidance` 1; 0: none), each weighed against the kept one the same way. The
+sidecar records every check under `trigger_check`.
 
 The build is resumable and parallel-safe: a concept whose sidecar records a finished check (met,
 or every recipe tried) is done and skipped, one built but not fully checked goes on from the checks
@@ -93,6 +94,8 @@ class BuildSettings:
     num_described_images: int = 16
     """Base-model renders of the concept as the judge describes its instance images (0: none)."""
     look_loss_weight: float = 1.0
+    look_guidance: float = 0.0
+    """How far the described examples' teacher target is pushed from the bare noun's (see `LoraTrainingConfig`)."""
     check_images: int = 16
     """Held-out renders with the trigger, and as many with the bare noun, the judge checks (0: no check)."""
     check_target: float = 0.8
@@ -101,12 +104,20 @@ class BuildSettings:
     retry_look_loss_weight: float = 2.0
     longer_steps: int = 600
     """Steps of the third recipe, the retry's trained longer, for a concept still short after the retry (0: none)."""
+    guided_look_guidance: float = 1.0
+    """Look guidance of the fourth recipe, the first one with its described target guided (0: none)."""
 
     def recipes(self) -> dict[str, BuildSettings]:
         """The trainings a concept may get, in order, each tried only while the kept one falls short:
-        the first; the retry, with more described images weighed more; the retry trained longer."""
+        the first; the retry, with more described images weighed more; the retry trained longer; the
+        first with its described examples' target guided away from the bare noun."""
         retry = replace(self, num_described_images=self.retry_described_images, look_loss_weight=self.retry_look_loss_weight)
-        return {"first": self, "retry": retry, **({"longer": replace(retry, steps=self.longer_steps)} if self.longer_steps else {})}
+        recipes = {"first": self, "retry": retry}
+        if self.longer_steps:
+            recipes["longer"] = replace(retry, steps=self.longer_steps)
+        if self.guided_look_guidance:
+            recipes["guided"] = replace(self, look_guidance=self.guided_look_guidance)
+        return recipes
 
 
 def class_prompts() -> tuple[str, ...]:
@@ -268,7 +279,7 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     config = LoraTrainingConfig(
         trigger=concept.trigger, class_noun=concept.category, rank=settings.rank, steps=settings.steps,
         class_prompts=class_prompts(), num_class_images=len(class_examples), seed=settings.seed, device=settings.device,
-        look_loss_weight=settings.look_loss_weight,
+        look_loss_weight=settings.look_loss_weight, look_guidance=settings.look_guidance,
     )
     instances = instance_examples(concept, settings.seed)
     described = described_examples_for(base_pipe, judge, concept, instances, settings) if settings.num_described_images else None
@@ -409,12 +420,14 @@ def main(
     retry_described_images: Annotated[int, typer.Option("--retry-described-images", help="described images of the second training, for a concept whose check fell short")] = BuildSettings.retry_described_images,
     retry_look_weight: Annotated[float, typer.Option("--retry-look-weight", help="weight of the described images' loss in that second training")] = BuildSettings.retry_look_loss_weight,
     longer_steps: Annotated[int, typer.Option("--longer-steps", help="steps of a third training, the second's recipe trained longer, for a concept still short of its check (0: none)")] = BuildSettings.longer_steps,
+    guided_look_guidance: Annotated[float, typer.Option("--guided-look-guidance", help="look guidance of a fourth training, the first's recipe with the described target pushed away from the bare noun, for a concept still short of its check (0: none)")] = BuildSettings.guided_look_guidance,
 ) -> None:
     """Build the 60-checkpoint demo repository (skips concepts already built and checked; safe to run in parallel)."""
     try:
         build_demo_repo(out, only, BuildSettings(
             steps=steps, rank=rank, device=device, num_described_images=described_images, check_images=check_images,
             retry_described_images=retry_described_images, retry_look_loss_weight=retry_look_weight, longer_steps=longer_steps,
+            guided_look_guidance=guided_look_guidance,
         ))
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
