@@ -415,7 +415,9 @@ def main(
     steps: Annotated[int, typer.Option("--steps")] = BuildSettings.steps,
     rank: Annotated[int, typer.Option("--rank")] = BuildSettings.rank,
     device: Annotated[str, typer.Option("--device")] = BuildSettings().device,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the instance images, described images and training")] = BuildSettings.seed,
     described_images: Annotated[int, typer.Option("--described-images", help="base-model renders of the concept as the judge describes it, to teach the trigger (0: none)")] = BuildSettings.num_described_images,
+    look_guidance: Annotated[float, typer.Option("--look-guidance", help="guidance of the first training's described target away from the bare noun (0: none)")] = BuildSettings.look_guidance,
     check_images: Annotated[int, typer.Option("--check-images", help="held-out renders the judge checks after training, with the trigger and as many without (0: no check)")] = BuildSettings.check_images,
     retry_described_images: Annotated[int, typer.Option("--retry-described-images", help="described images of the second training, for a concept whose check fell short")] = BuildSettings.retry_described_images,
     retry_look_weight: Annotated[float, typer.Option("--retry-look-weight", help="weight of the described images' loss in that second training")] = BuildSettings.retry_look_loss_weight,
@@ -425,7 +427,7 @@ def main(
     """Build the 60-checkpoint demo repository (skips concepts already built and checked; safe to run in parallel)."""
     try:
         build_demo_repo(out, only, BuildSettings(
-            steps=steps, rank=rank, device=device, num_described_images=described_images, check_images=check_images,
+            steps=steps, rank=rank, device=device, seed=seed, num_described_images=described_images, look_guidance=look_guidance, check_images=check_images,
             retry_described_images=retry_described_images, retry_look_loss_weight=retry_look_weight, longer_steps=longer_steps,
             guided_look_guidance=guided_look_guidance,
         ))
