@@ -106,6 +106,16 @@ def test_output_changes_with_the_trigger_and_stays_without_it(trained):
     assert change_with > 3 * drift_without, (float(change_with), float(drift_without))
 
 
+def _trained_pipe(base, instances, config, described, path):
+    """A copy of `base` with the LoRA that `config` trains, through the saved file as serving loads it."""
+    result = train_lora(base, instances, config, described_examples=described, progress=False)
+    spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32")
+    save_personalized_lora(path, result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
+    pipe = copy.deepcopy(base)
+    attach_personalized_lora(pipe, path, path.stem)
+    return pipe
+
+
 def test_described_examples_pull_the_trigger_towards_what_the_words_render(trained, tmp_path):
     """The trigger learns the base model's prediction on the concept described in words: after training
     with described examples, "a photo of <bear-v4>" predicts closer to the base on the words than after
@@ -121,18 +131,14 @@ def test_described_examples_pull_the_trigger_towards_what_the_words_render(train
     target = _noise_predictions(base, words)
     distance = {}
     for name, examples in (("without", None), ("with", described)):
-        result = train_lora(base, instances, config, described_examples=examples, progress=False)
-        spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32")
-        path = save_personalized_lora(tmp_path / f"{name}.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
-        pipe = copy.deepcopy(base)
-        attach_personalized_lora(pipe, path, name)
+        pipe = _trained_pipe(base, instances, config, examples, tmp_path / f"{name}.safetensors")
         distance[name] = float((_noise_predictions(pipe, with_trigger) - target).pow(2).mean())
     assert distance["with"] < 0.8 * distance["without"], distance
     with pytest.raises(ValueError, match="names its concept in words"):
         train_lora(base, instances, config, described_examples=[(described[0][0], with_trigger, with_trigger)], progress=False)
 
 
-def test_look_guidance_pushes_the_trigger_past_the_words_away_from_the_bare_noun(trained, tmp_path):
+def test_look_guidance_pushes_the_trigger_further_from_the_bare_noun_along_the_words(trained, tmp_path):
     """Guided, the trigger's prediction reaches further along the direction from the bare-noun form to
     the words form than the same training unguided (here the red instances already carry it past the
     words: 1.3 of the way unguided, 2.2 at guidance 2)."""
@@ -148,11 +154,7 @@ def test_look_guidance_pushes_the_trigger_past_the_words_away_from_the_bare_noun
     for guidance in (0.0, 2.0):
         config = LoraTrainingConfig(trigger=TRIGGER, class_noun="bear", steps=30, learning_rate=2e-2, embedding_learning_rate=5e-2,
                                     prior_preservation=False, look_loss_weight=4.0, look_guidance=guidance, device="cpu")
-        result = train_lora(base, instances, config, described_examples=described, progress=False)
-        spec = ModelSpec(title="bear v4", triggers=[TRIGGER], architecture="pq-nano/lora", resolution="32x32")
-        path = save_personalized_lora(tmp_path / f"g{guidance}.safetensors", result.unet_lora_state_dict, result.trigger_embeddings, spec, result.lora_config)
-        pipe = copy.deepcopy(base)
-        attach_personalized_lora(pipe, path, "bear")
+        pipe = _trained_pipe(base, instances, config, described, tmp_path / f"guided_{int(guidance)}.safetensors")
         # How far along bare -> words the trigger's prediction reaches: 0 at the bare noun, 1 at the words.
         reach[guidance] = float((_noise_predictions(pipe, with_trigger) - on_bare).flatten() @ direction / direction.pow(2).sum())
     assert reach[2.0] > reach[0.0] + 0.5, reach

@@ -280,6 +280,7 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
             look_pick = torch.randint(0, len(look_latents), (config.batch_size,), generator=generator, device=device)
             look_inputs, _, look_timesteps = noisy(look_latents[look_pick])
             parts.append((look_inputs, look_timesteps, encode(look_ids[look_pick], look_mask[look_pick]), look_word_hidden[look_pick], config.look_loss_weight))
+        n = config.batch_size
         if len(parts) > 1:
             with torch.no_grad():
                 teacher_parts = [(part[0], part[1], part[3]) for part in parts[1:]]
@@ -289,11 +290,9 @@ def train_lora(pipe, instances: list[Example], config: LoraTrainingConfig, class
                 teacher = unet(*(torch.cat(column) for column in zip(*teacher_parts))).sample
                 unet.enable_adapters()
             if guided:
-                n = config.batch_size
                 words, bare = teacher[-2 * n : -n], teacher[-n:]
                 teacher = torch.cat([teacher[: -2 * n], words + config.look_guidance * (words - bare)])
         prediction = unet(torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]), torch.cat([p[2] for p in parts])).sample
-        n = config.batch_size
         loss = F.mse_loss(prediction[:n], target)
         for i, part in enumerate(parts[1:]):
             loss = loss + part[4] * F.mse_loss(prediction[n * (i + 1) : n * (i + 2)], teacher[n * i : n * (i + 1)])
