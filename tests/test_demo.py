@@ -147,17 +147,27 @@ def test_one_concept_builds_into_the_store_layout_and_imports(nano, tmp_path, pe
     assert len(measure_fidelity(pipe, judge, measured, n=3, sampling=sampling, log=lambda _: None, results_dir=tmp_path / "fidelity").samples["cat-v2"][0]) == 3
 
 
+def _first_training(nano, tmp_path, **check_settings) -> tuple[Path, BuildSettings]:
+    """cat-v2's first training written to a fresh folder, in the tiny settings the check tests share."""
+    pipe, judge = nano
+    out = tmp_path / "repo"
+    out.mkdir()
+    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2, **check_settings)
+    build_concept(concept_by_id("cat-v2"), pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    return out, settings
+
+
+def _cat_priors(pipe):
+    return lambda recipe: class_examples_for(pipe, "cat", recipe)
+
+
 def test_a_checkpoint_short_of_its_check_is_trained_again_and_the_better_one_kept(nano, tmp_path):
     """The sidecar records the held-out check of each training, and the files left are the kept one's."""
     import hashlib
 
     pipe, judge = nano
     concept = concept_by_id("cat-v2")
-    out = tmp_path / "repo"
-    out.mkdir()
-    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
-                             check_images=4, check_target=1.01, retry_described_images=4, retry_look_loss_weight=2.0, longer_steps=3)
-    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    out, settings = _first_training(nano, tmp_path, check_images=4, check_target=1.01, retry_described_images=4, retry_look_loss_weight=2.0, longer_steps=3)
     assert not is_checked(out, "cat-v2", settings)
     first_sha = hashlib.sha256((out / "cat-v2.safetensors").read_bytes()).hexdigest()
     recipes = []
@@ -192,15 +202,11 @@ def test_a_retry_that_checks_better_replaces_the_checkpoint_and_its_previews(nan
 
     pipe, judge = nano
     concept = concept_by_id("cat-v2")
-    out = tmp_path / "repo"
-    out.mkdir()
-    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
-                             check_images=2, retry_described_images=4)
-    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    out, settings = _first_training(nano, tmp_path, check_images=2, retry_described_images=4)
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
     monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
         "with_trigger": 1.0 if ".retry" in str(path) else 0.5, "without_trigger": 0.0})
-    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+    record = check_concept(concept, pipe, judge, out, settings, _cat_priors(pipe), log=lambda _: None)
     assert record["kept"] == "retry" and record["retry"]["with_trigger"] == 1.0 and "longer" not in record  # met: no third
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir()}
     assert set(after) == set(before)  # nothing staged is left behind
@@ -215,11 +221,7 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
 
     pipe, judge = nano
     concept = concept_by_id("cat-v2")
-    out = tmp_path / "repo"
-    out.mkdir()
-    settings = BuildSettings(steps=2, device="cpu", num_class_images=2, sampling_steps=4, num_described_images=2,
-                             check_images=2, retry_described_images=4, longer_steps=3)
-    build_concept(concept, pipe, judge, out, settings, class_examples_for(pipe, "cat", settings))
+    out, settings = _first_training(nano, tmp_path, check_images=2, retry_described_images=4, longer_steps=3)
     monkeypatch.setattr(build, "held_out_shares", lambda base, judge_, path, *rest: {
         "with_trigger": 0.9 if ".longer" in str(path) else 0.5, "without_trigger": 0.0})
     trained, stop_at_steps = [], {3}
@@ -233,7 +235,7 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
 
     monkeypatch.setattr(build, "build_concept", build_recorded)
     with pytest.raises(KeyboardInterrupt):
-        check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+        check_concept(concept, pipe, judge, out, settings, _cat_priors(pipe), log=lambda _: None)
     record = yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"]
     assert trained == [2, 3]  # the retry ran, then the longer one was stopped
     assert set(record) == {"renders", "looks", "first", "retry", "kept"} and not is_checked(out, "cat-v2", settings)
@@ -241,7 +243,7 @@ def test_a_build_stopped_during_the_longer_training_resumes_with_it_alone(nano, 
 
     trained.clear()
     stop_at_steps.clear()
-    record = check_concept(concept, pipe, judge, out, settings, lambda recipe: class_examples_for(pipe, "cat", recipe), log=lambda _: None)
+    record = check_concept(concept, pipe, judge, out, settings, _cat_priors(pipe), log=lambda _: None)
     assert trained == [3] and record["kept"] == "longer" and record["longer"]["with_trigger"] == 0.9
     assert yaml.safe_load((out / "cat-v2.yaml").read_text())["trigger_check"] == record and is_checked(out, "cat-v2", settings)
 
