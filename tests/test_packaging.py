@@ -1,0 +1,54 @@
+"""The wheel is the library alone, and it says what it needs to run.
+
+Built from a copy of the sources that packaging reads, so the test neither writes into the repository
+nor depends on what an earlier build left there.
+"""
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _runtime_requirements() -> list[Requirement]:
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return [Requirement(line) for line in (raw.strip() for raw in lines) if line and not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "requirements.txt", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("personalq", "app"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
+        check=True,
+    )
+    (built,) = out.glob("personalq-*.whl")
+    return zipfile.ZipFile(built)
+
+
+def test_wheel_holds_only_the_personalq_package(wheel):
+    top_levels = {name.split("/")[0] for name in wheel.namelist() if not name.split("/")[0].endswith(".dist-info")}
+    assert top_levels == {"personalq"}
+    assert "personalq/cli.py" in wheel.namelist()
+
+
+def test_wheel_metadata_lists_every_runtime_dependency(wheel):
+    (metadata_name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    metadata = Parser().parsestr(wheel.read(metadata_name).decode())
+    declared = {Requirement(value).name.lower(): Requirement(value) for value in metadata.get_all("Requires-Dist", [])}
+    for requirement in _runtime_requirements():
+        assert requirement.name.lower() in declared, f"{requirement.name} missing from the wheel's Requires-Dist"
+        assert str(declared[requirement.name.lower()].specifier) == str(requirement.specifier)
+    assert metadata["Requires-Python"] == ">=3.11"
