@@ -22,7 +22,7 @@ from personalq.checkin.retrieval import hybrid_search
 
 METHODS = ("random", "dense", "bm25", "hybrid", "checkin", "checkin-llm")
 SCORES = ("single_accuracy", "ambiguity_recall", "ambiguity_precision", "post_clarification_accuracy",
-          "no_match_recall", "no_match_precision", "decision_accuracy", "rewrite_accuracy",
+          "no_match_recall", "no_match_precision", "no_match_reason_accuracy", "decision_accuracy", "rewrite_accuracy",
           "latency_ms_p50", "latency_ms_p95")
 WARMUP_REQUESTS = 20
 
@@ -67,7 +67,9 @@ def make_method(name: str, store, checkin: CheckIn, llm_model: str | None = None
 
         def full(req, now):
             conv = runner.conversation(now=now, candidate_pool=pooled(req))
-            first = conv.ask(req["query"])
+            for turn in req.get("context", []):
+                say(conv, turn)
+            first = say(conv, req["query"])
             answer = req["ground_truth"].get("clarification_answer")
             final = conv.answer(answer) if first.action == "clarify" and answer else first
             return first, final
@@ -98,6 +100,12 @@ def make_method(name: str, store, checkin: CheckIn, llm_model: str | None = None
     return single_turn(lambda req, now: select_only(next((i for i, _ in search(req["query"], pooled(req))), None)))
 
 
+def say(conversation, text: str) -> CheckInResult:
+    """One typed message: the first starts the request; every later one goes to `Conversation.answer`,
+    which decides whether it answers the open question, refines the choice, or starts a new request."""
+    return conversation.answer(text) if conversation.last is not None else conversation.ask(text)
+
+
 def run_method(method: Callable, requests: list[dict], default_now) -> list[Prediction]:
     for req in requests[:WARMUP_REQUESTS]:
         method(req, _utc(req.get("now") or default_now))
@@ -116,12 +124,43 @@ def _ratio(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
+def request_correct(request: dict, prediction: Prediction) -> bool:
+    """Right all the way: the right id selected; a question whose answer ends on the right id; a no match."""
+    truth = request["ground_truth"]
+    if truth.get("requires_clarification"):
+        return (prediction.action == "clarify" and prediction.final_action == "select"
+                and prediction.final_checkpoint_id == truth["final_checkpoint_id"])
+    if truth.get("no_match"):
+        return prediction.action == "no_match"
+    return prediction.action == "select" and prediction.checkpoint_id == truth["checkpoint_id"]
+
+
+def names_failing_constraint(request: dict, prediction: Prediction) -> bool:
+    """The no-match reason names the constraint that failed (any of the words the request lists for it)."""
+    reason = prediction.reason.lower()
+    return any(word.lower() in reason for word in request["ground_truth"]["failing_constraint"])
+
+
+def class_accuracy(requests: list[dict], predictions: Iterable[Prediction]) -> dict[str, dict]:
+    """Per phrase class (a request's `classes` labels): how many requests and the share right all the way."""
+    by_id = {p.instance_id: p for p in predictions}
+    counts: dict[str, list[int]] = {}
+    for req in requests:
+        right = request_correct(req, by_id[req["instance_id"]])
+        for label in req.get("classes", []):
+            tally = counts.setdefault(label, [0, 0])
+            tally[0] += 1
+            tally[1] += right
+    return {label: {"requests": n, "accuracy": ok / n} for label, (n, ok) in sorted(counts.items())}
+
+
 def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dict[str, str] | None = None) -> dict:
-    """Every score of docs/repo-prompts.md (and rewrite_accuracy when the requests name their subject words)."""
+    """Every score of docs/repo-prompts.md, plus rewrite_accuracy when the requests name their subject words
+    and no_match_reason_accuracy when no-match requests name their failing constraint."""
     by_id = {p.instance_id: p for p in predictions}
     single = ambiguous = no_match = 0
     single_ok = amb_clarified = post_ok = nm_found = decision_ok = clarify_total = nm_total = 0
-    rewrites = rewrite_ok = 0
+    rewrites = rewrite_ok = named = named_ok = 0
     for req in requests:
         truth, pred = req["ground_truth"], by_id[req["instance_id"]]
         clarify_total += pred.action == "clarify"
@@ -135,6 +174,9 @@ def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dic
             no_match += 1
             nm_found += pred.action == "no_match"
             decision_ok += pred.action == "no_match"
+            if pred.action == "no_match" and truth.get("failing_constraint"):
+                named += 1
+                named_ok += names_failing_constraint(req, pred)
         else:
             single += 1
             right = pred.action == "select" and pred.checkpoint_id == truth["checkpoint_id"]
@@ -154,6 +196,7 @@ def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dic
         "post_clarification_accuracy": _ratio(post_ok, ambiguous),
         "no_match_recall": _ratio(nm_found, no_match),
         "no_match_precision": _ratio(nm_found, nm_total),
+        "no_match_reason_accuracy": _ratio(named_ok, named),
         "decision_accuracy": _ratio(decision_ok, len(requests)),
         "rewrite_accuracy": _ratio(rewrite_ok, rewrites),
         "latency_ms_p50": float(np.percentile(latencies, 50)) if len(latencies) else None,
@@ -171,4 +214,17 @@ def format_table(rows: dict[str, dict]) -> str:
             value = scores.get(key)
             cells.append("" if value is None else (f"{value:.1f}" if key.startswith("latency") else f"{value:.3f}"))
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_class_table(rows: dict[str, dict]) -> str:
+    """Per-phrase-class accuracy as a Markdown table, classes as rows, methods as columns: 'accuracy (requests)'."""
+    labels = sorted({label for scores in rows.values() for label in scores.get("classes", {})})
+    lines = ["| phrase class | " + " | ".join(rows) + " |", "|" + "---|" * (len(rows) + 1)]
+    for label in labels:
+        cells = []
+        for scores in rows.values():
+            cell = scores.get("classes", {}).get(label)
+            cells.append("" if cell is None else f"{cell['accuracy']:.3f} ({cell['requests']})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
