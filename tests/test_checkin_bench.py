@@ -120,10 +120,12 @@ def _app():
 def test_bench_select_compares_methods(small_set, tmp_path):
     args = ["bench", "select", "--catalog", str(small_set / "catalog.jsonl"), "--prompts", str(small_set / "prompts.jsonl"),
             "--now", "2025-06-30T12:00:00Z", "--home", str(tmp_path / "home"), "--method", "all", "--json",
-            "--out", str(tmp_path / "pred.jsonl")]
+            "--out", str(tmp_path / "pred.jsonl"), "--split", "none"]
     result = CliRunner().invoke(_app(), args)
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout[result.stdout.index("{"):])
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    assert set(report) == {"repo-prompts"}
+    rows = report["repo-prompts"]
     assert set(rows) == {"random", "dense", "bm25", "hybrid", "checkin"}
     for key in ("single_accuracy", "ambiguity_recall", "no_match_precision", "decision_accuracy", "latency_ms_p95"):
         assert key in rows["checkin"]
@@ -145,10 +147,11 @@ def test_select_command_json_and_bad_input(small_set, tmp_path):
     assert payload["rewritten_prompt"] == "the oldest <bear-v1>"
     bad = runner.invoke(_app(), ["select", "the oldest bear", "--home", str(home), "--now", "last tuesday-ish"])
     assert bad.exit_code == 1 and "not an ISO-8601" in bad.output and len(bad.output.strip().splitlines()) == 1
-    missing = runner.invoke(_app(), ["bench", "select", "--catalog", str(tmp_path / "nope.jsonl"), "--prompts", str(tmp_path / "nope.jsonl")])
+    missing = runner.invoke(_app(), ["bench", "select", "--catalog", str(tmp_path / "nope.jsonl"), "--prompts", str(tmp_path / "nope.jsonl"),
+                                     "--split", "none"])
     assert missing.exit_code == 1 and "no such file" in missing.output
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"instance_id": "rp_1", "query": "my bear"}\n')
     lacking = runner.invoke(_app(), ["bench", "select", "--catalog", str(small_set / "catalog.jsonl"), "--prompts", str(broken),
-                                     "--home", str(home)])
+                                     "--home", str(home), "--split", "none"])
     assert lacking.exit_code == 1 and "request 1 lacks ground_truth" in lacking.output

@@ -88,26 +88,69 @@ def chat(now: NowOption = None, home: HomeOption = None, llm_model: LlmOption = 
         _show(result, as_json=False)
 
 
+SPLIT_CHOICES = ("dev", "test", "all", "none")
+
+
+def _read_requests(prompts: Path) -> list[dict]:
+    from personalq.checkin.bench import read_jsonl
+
+    if not prompts.is_file():
+        _fail(f"{prompts}: no such file")
+    try:
+        requests = read_jsonl(prompts)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        _fail(f"{prompts}: not JSONL ({error})")
+    for number, req in enumerate(requests, start=1):
+        missing = [key for key in ("instance_id", "query", "ground_truth") if not isinstance(req, dict) or key not in req]
+        if missing:
+            _fail(f"{prompts}: request {number} lacks {', '.join(missing)}")
+    return requests
+
+
+def _bench_sets(catalog: Path | None, prompts: Path | None, split: str) -> list[tuple[str, Path, list[dict]]]:
+    """(name, catalog, requests) for each set to score: Repo-Prompts when given, then each hand-written catalog's splits."""
+    from personalq.eval.checkin_sets import CATALOGS, SPLITS, catalog_path, load_split
+
+    if (catalog is None) != (prompts is None):
+        _fail("--catalog and --prompts go together")
+    if split not in SPLIT_CHOICES:
+        _fail(f"--split {split}: choose {', '.join(SPLIT_CHOICES)}")
+    sets = []
+    if catalog is not None:
+        if not catalog.is_file():
+            _fail(f"{catalog}: no such file")
+        sets.append(("repo-prompts", catalog, _read_requests(prompts)))
+    if split != "none":
+        for name in CATALOGS:
+            for part in SPLITS if split == "all" else (split,):
+                sets.append((f"{name}/{part}", catalog_path(name), load_split(name, part)))
+    if not sets:
+        _fail("nothing to score: give --catalog and --prompts, or --split dev|test|all")
+    return sets
+
+
 def bench_select(
-    catalog: Annotated[Path, typer.Option("--catalog", help="Catalog JSONL (docs/repo-prompts.md).")],
-    prompts: Annotated[Path, typer.Option("--prompts", help="Repo-Prompts JSONL.")],
+    catalog: Annotated[Optional[Path], typer.Option("--catalog", help="Repo-Prompts catalog JSONL (docs/repo-prompts.md).")] = None,
+    prompts: Annotated[Optional[Path], typer.Option("--prompts", help="Repo-Prompts request JSONL (with --catalog).")] = None,
+    split: Annotated[str, typer.Option("--split", help="Hand-written sets to score: dev, test, all (dev and test apart) or none.")] = "all",
     now: NowOption = None,
     method: Annotated[str, typer.Option("--method", help="random|dense|bm25|hybrid|checkin|checkin-llm|all")] = "checkin",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write one prediction per request (JSONL).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print scores as JSON.")] = False,
-    home: HomeOption = None,
+    home: Annotated[Optional[Path], typer.Option("--home", help="Store for the --catalog set (default: one per catalog under $PERSONALQ_HOME/bench).", show_default=False)] = None,
     k: Annotated[int, typer.Option("--k")] = 10,
     llm_model: LlmOption = None,
     threads: Annotated[int, typer.Option("--threads", help="Torch CPU threads (the latency target is for one core).")] = 1,
 ) -> None:
-    """Score selection methods on a catalog + request file; prints every score of the spec and latency."""
+    """Score selection methods on Repo-Prompts (--catalog/--prompts) and on the hand-written dev and test sets,
+    per catalog: every score of the spec, latency, and accuracy per phrase class."""
     import hashlib
     import os
     from dataclasses import asdict
 
     import torch
 
-    from personalq.checkin.bench import METHODS, format_table, make_method, read_jsonl, run_method, score
+    from personalq.checkin.bench import METHODS, class_accuracy, format_class_table, format_table, make_method, run_method, score
     from personalq.checkin.checkin import CheckIn
     from personalq.checkin.rerank import ENV_MODEL
     from personalq.config import personalq_home
@@ -117,47 +160,48 @@ def bench_select(
     methods = list(METHODS) if method == "all" else [method]
     if any(m not in METHODS for m in methods):
         _fail(f"unknown method {method!r}; choose one of {', '.join(METHODS)} or all")
-    for path in (catalog, prompts):
-        if not path.is_file():
-            _fail(f"{path}: no such file")
-    try:
-        requests = read_jsonl(prompts)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        _fail(f"{prompts}: not JSONL ({error})")
-    for number, req in enumerate(requests, start=1):
-        missing = [key for key in ("instance_id", "query", "ground_truth") if not isinstance(req, dict) or key not in req]
-        if missing:
-            _fail(f"{prompts}: request {number} lacks {', '.join(missing)}")
+    sets = _bench_sets(catalog, prompts, split)
     default_now = _parse_now(now)
-    if home is None:
-        digest = hashlib.sha256(catalog.read_bytes()).hexdigest()[:12]
-        home = personalq_home() / "bench" / f"catalog-{digest}"
-    store = RepoStore.open(home)
-    report = store.load_catalog(catalog, progress=not as_json)
-    if report.refused:
-        typer.echo(f"warning: {len(report.refused)} catalog line(s) refused, e.g. {report.refused[0]}", err=True)
-    checkin = CheckIn(store, k=k)
-    triggers = {c.id: c.trigger for c in store.cards()}
     model = llm_model or os.environ.get(ENV_MODEL)
-    rows: dict[str, dict] = {}
-    for name in methods:
-        if name == "checkin-llm" and not model:
-            if method != "all":
-                _fail(f"checkin-llm needs --llm-model or ${ENV_MODEL}")
-            continue
-        predictions = run_method(make_method(name, store, checkin, llm_model=model), requests, default_now)
-        rows[name] = score(requests, predictions, triggers)
-        if out is not None:
-            target = out if len(methods) == 1 else out.with_name(f"{out.stem}.{name}{out.suffix}")
-            with open(target, "w", encoding="utf-8") as f:
-                for p in predictions:
-                    f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+    if method == "checkin-llm" and not model:
+        _fail(f"checkin-llm needs --llm-model or ${ENV_MODEL}")
+    stores: dict[Path, tuple] = {}
+    report: dict[str, dict[str, dict]] = {}
+    for set_name, catalog_file, requests in sets:
+        if catalog_file not in stores:
+            store_home = home if set_name == "repo-prompts" and home is not None else (
+                personalq_home() / "bench" / f"catalog-{hashlib.sha256(catalog_file.read_bytes()).hexdigest()[:12]}")
+            store = RepoStore.open(store_home)
+            loaded = store.load_catalog(catalog_file, progress=not as_json)
+            if loaded.refused:
+                typer.echo(f"warning: {len(loaded.refused)} line(s) of {catalog_file} refused, e.g. {loaded.refused[0]}", err=True)
+            stores[catalog_file] = (store, CheckIn(store, k=k), {c.id: c.trigger for c in store.cards()})
+        store, checkin, triggers = stores[catalog_file]
+        rows: dict[str, dict] = {}
+        for name in methods:
+            if name == "checkin-llm" and not model:
+                continue
+            predictions = run_method(make_method(name, store, checkin, llm_model=model), requests, default_now)
+            rows[name] = score(requests, predictions, triggers)
+            if set_name != "repo-prompts":
+                rows[name]["classes"] = class_accuracy(requests, predictions)
+            if out is not None:
+                parts = ([set_name.replace("/", "-")] if len(sets) > 1 else []) + ([name] if len(methods) > 1 else [])
+                target = out.with_name(".".join([out.stem, *parts]) + out.suffix) if parts else out
+                with open(target, "w", encoding="utf-8") as f:
+                    for p in predictions:
+                        f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+        report[set_name] = rows
     if as_json:
-        typer.echo(json.dumps(rows, indent=1))
-    else:
+        typer.echo(json.dumps(report, indent=1))
+        return
+    for set_name, rows in report.items():
+        typer.echo(f"\n## {set_name} ({next(iter(rows.values()))['requests']} requests)\n")
         typer.echo(format_table(rows))
-        if method == "all" and "checkin-llm" not in rows:
-            typer.echo(f"(checkin-llm skipped: no model configured; set ${ENV_MODEL} or --llm-model)")
+        if set_name != "repo-prompts":
+            typer.echo("\n" + format_class_table(rows))
+    if method == "all" and not model:
+        typer.echo(f"(checkin-llm skipped: no model configured; set ${ENV_MODEL} or --llm-model)")
 
 
 def bench_generate(

@@ -1,0 +1,67 @@
+"""The hand-written Check-in benchmark: requests typed by hand over two catalogs, split once into dev and test.
+
+Check-in's own Repo-Prompts requests come from the generator its parser was written with, so they
+cannot show whether it reads what strangers type. These sets were written by hand, not from the
+generator's templates, over the demo repository's catalog and over `atelier`, a catalog whose
+subjects, styles, places and description words appear nowhere in the code. Each request is labelled
+with its phrase classes (negation, version, date, usage, ...), and carries a fixed `now`.
+
+The split into `dev` (read its failures freely) and `test` (only ever scored) was drawn once with
+`SEED` and is committed as `dev.jsonl` / `test.jsonl`; `split_requests` re-draws it so a test can
+prove the files are that draw. Files: personalq/eval/data/checkin/<catalog>/.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from personalq.checkin.bench import read_jsonl
+
+DATA = Path(__file__).resolve().parent / "data" / "checkin"
+CATALOGS = ("demo", "atelier")
+SPLITS = ("dev", "test")
+SEED = 22
+
+
+def catalog_path(catalog: str) -> Path:
+    return DATA / catalog / "catalog.jsonl"
+
+
+def load_split(catalog: str, split: str) -> list[dict]:
+    """The requests of one catalog's split, in file order."""
+    if catalog not in CATALOGS or split not in SPLITS:
+        raise ValueError(f"unknown set {catalog}/{split}: catalogs {', '.join(CATALOGS)}, splits {', '.join(SPLITS)}")
+    return read_jsonl(DATA / catalog / f"{split}.jsonl")
+
+
+def truth_kind(request: dict) -> str:
+    truth = request["ground_truth"]
+    return "ambiguous" if truth.get("requires_clarification") else "no_match" if truth.get("no_match") else "single"
+
+
+def stratum(request: dict) -> tuple[str, str]:
+    """What the split balances: the kind of answer and the request's first (main) phrase class."""
+    return truth_kind(request), request["classes"][0]
+
+
+def split_requests(requests: list[dict], seed: int = SEED) -> tuple[list[dict], list[dict]]:
+    """About half to dev, half to test, within every stratum (+-1), the same for the same requests and seed.
+
+    Each stratum is shuffled in instance-id order; requests then go to dev and test in turn, the turn
+    carrying over from one stratum to the next so odd strata do not all tip the same way.
+    """
+    rng = random.Random(seed)
+    strata: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for request in sorted(requests, key=lambda r: r["instance_id"]):
+        strata[stratum(request)].append(request)
+    dev, test, turn = [], [], 0
+    for key in sorted(strata):
+        members = strata[key]
+        rng.shuffle(members)
+        for request in members:
+            (dev if turn % 2 == 0 else test).append(request)
+            turn += 1
+    by_id = lambda r: r["instance_id"]  # noqa: E731
+    return sorted(dev, key=by_id), sorted(test, key=by_id)
