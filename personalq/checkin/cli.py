@@ -129,6 +129,30 @@ def _bench_sets(catalog: Path | None, prompts: Path | None, split: str) -> list[
     return sets
 
 
+def _bench_store(catalog_file: Path, home: Path | None, k: int, quiet: bool):
+    """(store, Check-in, triggers) over a catalog: in HOME, else in a store kept per catalog content under $PERSONALQ_HOME/bench."""
+    import hashlib
+
+    from personalq.checkin.checkin import CheckIn
+    from personalq.config import personalq_home
+    from personalq.store import RepoStore
+
+    digest = hashlib.sha256(catalog_file.read_bytes()).hexdigest()[:12]
+    store = RepoStore.open(home or personalq_home() / "bench" / f"catalog-{digest}")
+    loaded = store.load_catalog(catalog_file, progress=not quiet)
+    if loaded.refused:
+        typer.echo(f"warning: {len(loaded.refused)} line(s) of {catalog_file} refused, e.g. {loaded.refused[0]}", err=True)
+    return store, CheckIn(store, k=k), {c.id: c.trigger for c in store.cards()}
+
+
+def _write_predictions(target: Path, predictions) -> None:
+    from dataclasses import asdict
+
+    with open(target, "w", encoding="utf-8") as f:
+        for p in predictions:
+            f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+
+
 def bench_select(
     catalog: Annotated[Optional[Path], typer.Option("--catalog", help="Repo-Prompts catalog JSONL (docs/repo-prompts.md).")] = None,
     prompts: Annotated[Optional[Path], typer.Option("--prompts", help="Repo-Prompts request JSONL (with --catalog).")] = None,
@@ -144,17 +168,12 @@ def bench_select(
 ) -> None:
     """Score selection methods on Repo-Prompts (--catalog/--prompts) and on the hand-written dev and test sets,
     per catalog: every score of the spec, latency, and accuracy per phrase class."""
-    import hashlib
     import os
-    from dataclasses import asdict
 
     import torch
 
     from personalq.checkin.bench import METHODS, class_accuracy, format_class_table, format_table, make_method, run_method, score
-    from personalq.checkin.checkin import CheckIn
     from personalq.checkin.rerank import ENV_MODEL
-    from personalq.config import personalq_home
-    from personalq.store import RepoStore
 
     torch.set_num_threads(threads)
     methods = list(METHODS) if method == "all" else [method]
@@ -169,13 +188,7 @@ def bench_select(
     report: dict[str, dict[str, dict]] = {}
     for set_name, catalog_file, requests in sets:
         if catalog_file not in stores:
-            store_home = home if set_name == "repo-prompts" and home is not None else (
-                personalq_home() / "bench" / f"catalog-{hashlib.sha256(catalog_file.read_bytes()).hexdigest()[:12]}")
-            store = RepoStore.open(store_home)
-            loaded = store.load_catalog(catalog_file, progress=not as_json)
-            if loaded.refused:
-                typer.echo(f"warning: {len(loaded.refused)} line(s) of {catalog_file} refused, e.g. {loaded.refused[0]}", err=True)
-            stores[catalog_file] = (store, CheckIn(store, k=k), {c.id: c.trigger for c in store.cards()})
+            stores[catalog_file] = _bench_store(catalog_file, home if set_name == "repo-prompts" else None, k, as_json)
         store, checkin, triggers = stores[catalog_file]
         rows: dict[str, dict] = {}
         for name in methods:
@@ -187,10 +200,7 @@ def bench_select(
                 rows[name]["classes"] = class_accuracy(requests, predictions)
             if out is not None:
                 parts = ([set_name.replace("/", "-")] if len(sets) > 1 else []) + ([name] if len(methods) > 1 else [])
-                target = out.with_name(".".join([out.stem, *parts]) + out.suffix) if parts else out
-                with open(target, "w", encoding="utf-8") as f:
-                    for p in predictions:
-                        f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+                _write_predictions(out.with_name(".".join([out.stem, *parts]) + out.suffix) if parts else out, predictions)
         report[set_name] = rows
     if as_json:
         typer.echo(json.dumps(report, indent=1))
