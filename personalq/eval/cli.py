@@ -166,8 +166,8 @@ def bench_e2e_command(
     from personalq.eval.quality_bench import DEMO_CONCEPTS, JudgeScorer, load_concepts
     from personalq.nano import DEFAULT_GUIDANCE
     from personalq.serving import PipelineManager, ServingConfig
-    from personalq.serving.manager import parse_setting
     from personalq.serving.requests import ServingError
+    from personalq.setting import get_setting
     from personalq.store import RepoStore
 
     torch.set_num_threads(threads)
@@ -175,7 +175,7 @@ def bench_e2e_command(
     names = [s.strip().upper() for s in settings.split(",") if s.strip()]
     try:
         for name in names:
-            parse_setting(name)
+            get_setting(name)
         concepts = {c.name: c for c in load_concepts(repo)}
     except (ValueError, ServingError) as error:
         _fail(str(error))

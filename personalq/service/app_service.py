@@ -20,9 +20,10 @@ from typing import Any
 from personalq.config import ASSETS_DIR, personalq_home
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
 from personalq.service.settings import AppSettings
+from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS, quantized_names
 
 DEMO_REPO = ASSETS_DIR / "demo_repo"
-QUANTIZED_SETTINGS = ("W8A8", "W4A8", "W8A4", "W4A4")
+QUANTIZED_SETTINGS = tuple(quantized_names())
 FORM_FIELDS = (
     "id", "triggers", "subject_types", "style_tags", "description", "created_at", "version",
     "environment", "category", "base_model", "kind",
@@ -187,11 +188,12 @@ class PersonalQService:
     # --- generation ---------------------------------------------------------------------------------
 
     def bit_widths(self) -> list[str]:
-        """The serving device's full precision (FP16 on a GPU, FP32 on CPU), then the quantized settings."""
-        from personalq.serving.config import DTYPE_SETTINGS, resolve_device_dtype
+        """The serving device's full precision (FP16 on a GPU, FP32 on CPU), then the quantized settings it can run."""
+        from personalq.serving.config import resolve_device_dtype
 
-        _, dtype = resolve_device_dtype(None, None)
-        return [DTYPE_SETTINGS[dtype], *QUANTIZED_SETTINGS]
+        device, dtype = resolve_device_dtype(None, None)
+        full = FLOAT_DTYPE_SETTINGS[str(dtype).removeprefix("torch.")]
+        return [full, *(name for name in QUANTIZED_SETTINGS if SETTINGS[name].refusal(device.type) is None)]
 
     def _request_queue(self):
         """The serving queue, loading the base model on first use (seconds to minutes, so callers report it)."""

@@ -16,7 +16,7 @@ def _fail(message: str) -> None:
 def generate(
     prompt: Annotated[str, typer.Argument(help="The prompt; write the checkpoint's trigger where the subject goes.")],
     checkpoint: Annotated[str | None, typer.Option("--checkpoint", "-c", help="Checkpoint id in the store (none: the plain base).")] = None,
-    setting: Annotated[str, typer.Option(help="FP32, FP16, BF16 or W<bits>A<bits> (W8A8, W4A8, W8A4, W4A4).")] = "FP32",
+    setting: Annotated[str, typer.Option(help="FP32, FP16, BF16, W8A8, W4A8, W8A4 or W4A4 (full precision runs in --dtype).")] = "FP32",
     taq: Annotated[bool, typer.Option("--taq/--no-taq", help="Protect the trigger tokens when quantized.")] = True,
     seed: Annotated[int, typer.Option(help="Seed of the initial noise.")] = 0,
     steps: Annotated[int, typer.Option(help="Denoising steps.")] = 20,

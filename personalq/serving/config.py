@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from personalq.setting import FLOAT_DTYPE_SETTINGS, get_setting
+
 DEFAULT_BASE_MODEL = "pq-nano"
 
 
@@ -46,17 +48,25 @@ _DTYPES = {
     "bfloat16": torch.bfloat16,
 }
 
-DTYPE_SETTINGS = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
-
 
 def resolve_device_dtype(device: str | None, dtype: str | torch.dtype | None) -> tuple[torch.device, torch.dtype]:
-    """CUDA with fp16 when present, else CPU with fp32 (CPU half-precision convolutions are slow or missing)."""
+    """CUDA with fp16 when present, else CPU with fp32; a dtype the device cannot run is refused here.
+
+    CPU fp32 is the default because bf16/fp16 are fast only where oneDNN finds the instructions
+    (BENCHMARKS.md measures them); asking for them on a CPU without is refused, never run as fp32.
+    """
     resolved_device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if dtype is None:
-        return resolved_device, torch.float16 if resolved_device.type == "cuda" else torch.float32
-    if isinstance(dtype, torch.dtype):
-        return resolved_device, dtype
-    try:
-        return resolved_device, _DTYPES[str(dtype).lower()]
-    except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPES))}") from None
+        resolved = torch.float16 if resolved_device.type == "cuda" else torch.float32
+    elif isinstance(dtype, torch.dtype):
+        resolved = dtype
+    else:
+        try:
+            resolved = _DTYPES[str(dtype).lower()]
+        except KeyError:
+            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPES))}") from None
+    name = str(resolved).removeprefix("torch.")
+    if name not in FLOAT_DTYPE_SETTINGS:
+        raise ValueError(f"dtype {name} is not a float dtype a pipeline runs in; use fp32, fp16 or bf16")
+    get_setting(FLOAT_DTYPE_SETTINGS[name], resolved_device.type)  # SettingError (a ValueError) when it cannot run
+    return resolved_device, resolved

@@ -26,7 +26,7 @@ from personalq.serving.checkpoints import (
     LoraPayload,
     TextualInversionPayload,
 )
-from personalq.serving.config import DTYPE_SETTINGS, ServingConfig, resolve_device_dtype
+from personalq.serving.config import ServingConfig, resolve_device_dtype
 from personalq.serving.requests import (
     GenerationRequest,
     GenerationResult,
@@ -36,6 +36,7 @@ from personalq.serving.requests import (
     one_line,
 )
 from personalq.serving.triggers import TriggerSlots
+from personalq.setting import FLOAT_DTYPE_SETTINGS, Setting, SettingError, get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +44,26 @@ LORA_ADAPTER = "pq"
 MIN_SLOT_RANK = 16
 """Adapter slots are made at least this rank so LoRAs of any smaller rank hot-swap into them."""
 
-_QUANTIZED_SETTING = re.compile(r"^W(\d+)A(\d+)$")
 
 
-def parse_setting(setting: str) -> tuple[str, bool]:
-    """(canonical name, quantized?) for FP32/FP16/BF16 and W<bits>A<bits>; ServingError otherwise."""
-    name = str(setting).strip().upper()
-    if name in ("FP32", "FP16", "BF16"):
-        return name, False
-    if _QUANTIZED_SETTING.match(name):
-        return name, True
-    raise ServingError(f"unknown setting {setting!r}; use FP32, FP16, BF16 or W<bits>A<bits> such as W8A8")
+def resolve_setting(name: str, device: torch.device, dtype: torch.dtype) -> Setting:
+    """The setting a request names, refused in one line when this server cannot run it.
+
+    A full-precision setting runs in the dtype the server was loaded in (the text encoder and VAE are
+    shared by every setting), so FP16/BF16 on a server of another dtype is refused rather than run
+    silently in the wrong one.
+    """
+    try:
+        setting = get_setting(name, device.type)
+    except SettingError as error:
+        raise ServingError(str(error)) from None
+    served = str(dtype).removeprefix("torch.")
+    if not setting.quantized and setting.dtype != served:
+        raise ServingError(
+            f"setting {setting.name} runs in {setting.dtype}, but this server was loaded in {served}: "
+            f"start it with --dtype {setting.dtype} or choose {FLOAT_DTYPE_SETTINGS[served]}"
+        )
+    return setting
 
 
 def _slug(text: str) -> str:
@@ -74,7 +84,7 @@ class PipelineManager:
         self._lock = threading.RLock()
         if pipeline is None:
             pipeline, family = load_base_pipeline(self.config.base_model, self.dtype, self.config.single_file_config)
-        self.pipe = pipeline.to(self.device)
+        self.pipe = pipeline.to(device=self.device, dtype=self.dtype)  # a pipeline built elsewhere runs in the dtype asked for too
         self.pipe.set_progress_bar_config(disable=True)
         self.family = family or ("sdxl" if "XL" in type(pipeline).__name__ else "sd15")
         self._base = {name: getattr(self.pipe, name) for name in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(self.pipe, name, None) is not None}
@@ -130,12 +140,13 @@ class PipelineManager:
             start = time.perf_counter()
             if cancel is not None and cancel.is_set():
                 raise RequestCancelled("cancelled before it started")
-            setting, quantized = parse_setting(request.setting)
+            setting = resolve_setting(request.setting, self.device, self.dtype)
+            quantized = setting.quantized
             if request.steps < 1:
                 raise ServingError(f"steps must be at least 1, got {request.steps}")
             card = self._card(request.checkpoint_id)
             try:
-                triggers = self._switch(card, setting, quantized, request.taq, progress)
+                triggers = self._switch(card, setting.name, quantized, request.taq, progress)
                 switched = time.perf_counter()
                 image, protected = self._run(request, card, triggers, quantized and request.taq, progress, cancel)
             except ServingError:
@@ -155,7 +166,7 @@ class PipelineManager:
             return GenerationResult(
                 image=image,
                 seconds=time.perf_counter() - start,
-                setting=setting if quantized else DTYPE_SETTINGS[self.dtype],
+                setting=setting.name,
                 resident_bytes=self.cache.total_bytes(),
                 checkpoint_id=card.id if card is not None else None,
                 seed=request.seed,

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-SETTINGS = {
-    "FP32": (32, 32),
-    "FP16": (16, 16),
-    "W8A8": (8, 8),
-    "W4A8": (4, 8),
-    "W8A4": (8, 4),
-    "W4A4": (4, 4),
-}
-"""Setting name -> (weight bits, activation bits). 32/16 mean float tensors, no quantization."""
+from personalq.setting import SETTINGS as _REGISTRY
+from personalq.setting import get_setting
+
+SETTINGS = {name: (s.w_bits, s.a_bits) for name, s in _REGISTRY.items() if s.dtype != "bfloat16"}
+"""Setting name -> (weight bits, activation bits) of the registry's settings TAQ produces (`personalq.setting`).
+BF16 is left out: it is a float dtype the pipeline is loaded in, and TAQ's 16 bits mean float16."""
 
 PROTECT_MODES = ("trigger", "bos", "trigger+bos", "none")
 WEIGHT_BITS = (2, 4, 8, 16, 32)  # the low-bit types optimum-quanto stores (qint2/4/8), or float
@@ -51,12 +48,11 @@ class QuantConfig:
 
     @classmethod
     def from_setting(cls, name: str, **kwargs) -> QuantConfig:
-        """`QuantConfig.from_setting("W8A8", protect="trigger")`; names as in `SETTINGS`."""
-        key = name.strip().upper()
-        if key not in SETTINGS:
-            raise ValueError(f"unknown setting {name!r}: choose one of {', '.join(SETTINGS)}")
-        w_bits, a_bits = SETTINGS[key]
-        return cls(w_bits=w_bits, a_bits=a_bits, **kwargs)
+        """`QuantConfig.from_setting("W8A8", protect="trigger")`; SettingError (a ValueError) for unknown names."""
+        setting = get_setting(name)
+        if setting.name not in SETTINGS:
+            raise ValueError(f"{setting.name} is not a TAQ quantization: load the pipeline in {setting.dtype} instead")
+        return cls(w_bits=setting.w_bits, a_bits=setting.a_bits, **kwargs)
 
     @property
     def name(self) -> str:
