@@ -72,7 +72,7 @@ def test_lora_attach_hot_swap_and_detach(store, lora_files):
     assert np.array_equal(image(fresh, "l2", prompt), second), "a hot-swapped LoRA must act as if loaded alone"
     assert np.array_equal(image(manager, "l1", prompt), first)
     kinds = {name: kind for name, kind, _ in manager.resident()}
-    assert kinds == {"base": "base", "lora:l1": "lora", "lora:l2": "lora"}
+    assert kinds == {"base": "base", "unet:base": "unet", "lora:l1": "lora", "lora:l2": "lora"}
     assert all(size > 0 for _, _, size in manager.resident())
 
 
@@ -100,10 +100,10 @@ def test_dreambooth_replaces_unet_and_text_encoder_then_detaches(store, tmp_path
     manager = manager_for(store)
     base = image(manager)
     assert np.abs(image(manager, "db") - base).max() > 0
-    assert manager.pipe.unet is not manager._base["unet"]
+    assert manager.pipe.unet is not manager.unets.full()
     assert torch.equal(manager.pipe.unet.conv_in.weight, tuned.unet.conv_in.weight)
     assert np.array_equal(image(manager), base)
-    assert manager.pipe.unet is manager._base["unet"] and manager.pipe.text_encoder is manager._base["text_encoder"]
+    assert manager.pipe.unet is manager.unets.full() and manager.pipe.text_encoder is manager._shared["text_encoder"]
 
 
 def test_checkpoint_for_another_base_is_refused(store, lora_files):
@@ -130,7 +130,7 @@ def test_budget_evicts_least_recently_used(store):
     image(manager, "l1")  # l1 becomes the most recently used
     image(manager, "l3")
     assert manager.cache.evictions == ["lora:l0", "lora:l2"]
-    assert [n for n, _, _ in manager.resident()] == ["base", "lora:l1", "lora:l3"]
+    assert [n for n, _, _ in manager.resident()] == ["base", "lora:l1", "lora:l3", "unet:base"]
     assert manager.cache.peak_bytes <= budget
     with pytest.raises(ServingError, match="does not fit"):
         manager_for(store, memory_budget_bytes=base_bytes + lora_bytes // 2).generate(GenerationRequest("a", checkpoint_id="l0", steps=1))
@@ -264,7 +264,8 @@ def test_quantized_variant_is_made_once_saved_and_reused(store, lora_files, tmp_
     kinds = {name: kind for name, kind, _ in manager.resident()}
     assert kinds["quantized:base:W8A8:trigger"] == "quantized"
     sizes = {name: size for name, _, size in manager.resident()}
-    assert sizes["quantized:base:W8A8:trigger"] < sizes["base"], "int8 weights must take fewer real bytes"
+    assert sizes["quantized:base:W8A8:trigger"] < manager.unets.allowance, "int8 weights must take fewer real bytes"
+    assert "unet:base" not in sizes, "no full-precision UNet stays beside the quantized one without a budget"
     plain = np.asarray(manager.generate(GenerationRequest(prompt, setting="W8A8", steps=2, seed=4)).image, dtype=np.int16)
     assert np.abs(np.asarray(result.image, dtype=np.int16) - plain).max() > 0, "the LoRA must act on the quantized UNet"
 

@@ -39,7 +39,7 @@ def test_unknown_setting_is_refused_in_one_line_before_any_work(tmp_path, name):
         served.generate(GenerationRequest("a photo of a bear", setting=name, steps=1))
     assert "\n" not in str(error.value) and "W8A8" in str(error.value), "the reason names what to choose instead"
     assert served.pipe.unet is unet and not (tmp_path / "q").exists(), "nothing was quantized or written"
-    assert [name for name, _, _ in served.resident()] == ["base"]
+    assert [name for name, _, _ in served.resident()] == ["base", "unet:base"]
 
 
 def test_a_float_setting_of_another_dtype_is_refused_not_run_as_fp32(tmp_path):

@@ -52,6 +52,9 @@ def resident_bytes(obj: Any) -> int:
         for plain in _flat_tensors(tensor.data if type(tensor) is torch.nn.Parameter else tensor):
             if plain.device.type == "meta":
                 continue
+            if plain.layout == torch._mkldnn:  # oneDNN's packed weights hide their storage; they hold numel elements
+                total += plain.numel() * plain.element_size()
+                continue
             storage = plain.untyped_storage()
             key = (str(plain.device), storage.data_ptr())
             if key not in seen:
@@ -148,6 +151,15 @@ class ResidentCache:
             self.evictions.append(name)
             if self.on_evict is not None:
                 self.on_evict(entry)
+
+    def evict_kinds_until(self, kinds: tuple[str, ...], limit: int) -> None:
+        """Evict least recently used entries of `kinds` (not pinned, not in use) until those kinds hold at most `limit` bytes."""
+        with self._lock:
+            while sum(e.bytes for e in self._entries.values() if e.kind in kinds) > limit:
+                victim = next((e for e in self._entries.values() if e.kind in kinds and not e.pinned and e.name not in self._in_use), None)
+                if victim is None:
+                    return
+                self.evict(victim.name)
 
     def _enforce_budget(self) -> None:
         if self.budget_bytes is None:

@@ -8,7 +8,6 @@ bounded by real resident bytes.
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 import threading
@@ -36,11 +35,14 @@ from personalq.serving.requests import (
     one_line,
 )
 from personalq.serving.triggers import TriggerSlots
+from personalq.serving.unets import FULL, UnetVariants
 from personalq.setting import FLOAT_DTYPE_SETTINGS, Setting, SettingError, get_setting
 
 logger = logging.getLogger(__name__)
 
 LORA_ADAPTER = "pq"
+SHARED_COMPONENTS = ("text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2", "vae")
+"""What every setting and checkpoint shares (a DreamBooth checkpoint may bring its own); the UNets live in `unets`."""
 MIN_SLOT_RANK = 16
 """Adapter slots are made at least this rank so LoRAs of any smaller rank hot-swap into them."""
 
@@ -84,15 +86,19 @@ class PipelineManager:
         self._lock = threading.RLock()
         if pipeline is None:
             pipeline, family = load_base_pipeline(self.config.base_model, self.dtype, self.config.single_file_config)
-        self.pipe = pipeline.to(device=self.device, dtype=self.dtype)  # a pipeline built elsewhere runs in the dtype asked for too
+        if pipeline.dtype != self.dtype:
+            pipeline.to(dtype=self.dtype)  # a pipeline built elsewhere runs in the dtype asked for too, never silently in its own
+        self.pipe = pipeline.to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
         self.family = family or ("sdxl" if "XL" in type(pipeline).__name__ else "sd15")
-        self._base = {name: getattr(self.pipe, name) for name in ("unet", "text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2") if getattr(self.pipe, name, None) is not None}
+        self._shared = {name: getattr(self.pipe, name) for name in SHARED_COMPONENTS if getattr(self.pipe, name, None) is not None}
         self.slots = TriggerSlots(self.pipe)  # before the base is measured: the slot rows are part of it
         self._attached: str | None = None
         self.cache = ResidentCache(self.config.memory_budget_bytes, on_evict=self._forget)
         try:
-            self.cache.put("base", "base", dict(self._base), pinned=True)
+            self.cache.put("base", "base", dict(self._shared), pinned=True)
+            self.unets = UnetVariants(self.pipe, self.cache, self._quantized_dir("base", None),
+                                      self.config.calibration_prompts, self.config.calibration_steps)
         except MemoryError as error:
             raise ServingError(f"the base model alone does not fit: {error}") from None
 
@@ -226,16 +232,17 @@ class PipelineManager:
         if progress:
             progress(0, 1, f"attaching {card.id}" if card else "detaching checkpoint")
         payload = self._payload(card) if card is not None else None
-        components = dict(self._base)
-        source_name = "base"
+        components = dict(self._shared)
+        source_name, source = "base", self.unets.full
         if isinstance(payload, DreamBoothPayload):
             components.update(payload.components)
             source_name = f"dreambooth:{card.id}"
+            source = lambda: payload.components["unet"]  # noqa: E731
+        components.pop("unet", None)
         self.slots.clear()
         self.pipe.register_modules(**components)  # plain attribute swaps; nothing is copied
-        unet_name, components["unet"] = self._unet_variant(source_name, components["unet"], setting, quantized, taq, card, progress)
-        self.pipe.register_modules(unet=components["unet"])
-        unet = components["unet"]
+        unet_name, unet = self._unet_variant(source_name, source, setting, quantized, taq, card, progress)
+        self.pipe.register_modules(unet=unet)
         triggers: list[str] = []
         if isinstance(payload, LoraPayload):
             self._attach_lora(unet_name, unet, payload)
@@ -309,10 +316,11 @@ class PipelineManager:
     def _detach_all(self) -> None:
         """Back to the plain base after a failure, so the next request starts from a known state."""
         self.slots.clear()
-        self.pipe.register_modules(**self._base)
-        if getattr(self._base["unet"], "_pq_adapters_on", False):
-            self._base["unet"].disable_adapters()
-            self._base["unet"]._pq_adapters_on = False
+        self.pipe.register_modules(**self._shared)
+        unet = self.pipe.unet
+        if getattr(unet, "_pq_adapters_on", False):
+            unet.disable_adapters()
+            unet._pq_adapters_on = False
         self._attached = None
 
     def _forget(self, entry: ResidentEntry) -> None:
@@ -320,24 +328,23 @@ class PipelineManager:
         values = entry.value.values() if isinstance(entry.value, dict) else [entry.value]
         if isinstance(entry.value, DreamBoothPayload):
             values = entry.value.components.values()
-        in_pipe = any(getattr(self.pipe, name, None) is value for value in values for name in self._base)
-        if in_pipe:
+        if any(self.pipe.unet is value for value in values):
+            self.pipe.register_modules(unet=None)  # the next request puts its own UNet in
+        if any(getattr(self.pipe, name, None) is value for value in values for name in self._shared):
             self._detach_all()
+        self.unets.forget(entry)
 
     # ---- bit-widths -----------------------------------------------------------------------------
 
-    def _unet_variant(self, source_name: str, source_unet, setting: str, quantized: bool, taq: bool, card, progress) -> tuple[str, Any]:
-        """The UNet to run: the source itself unquantized, else its quantized variant (made once, saved, reused)."""
+    def _unet_variant(self, source_name: str, source, setting: str, quantized: bool, taq: bool, card, progress) -> tuple[str, Any]:
+        """(cache name, UNet) to run: the source's full-precision UNet, or its quantized variant (made once, saved, reused)."""
         if not quantized:
-            return source_name, source_unet
-        protect = "trigger" if taq else "none"
-        name = f"quantized:{source_name}:{setting}:{protect}"
-        unet = self.cache.get(name)
-        if unet is None:
-            if progress:
-                progress(0, 1, f"preparing {setting} weights")
-            unet = self._quantize(source_unet, setting, protect, self._quantized_dir(source_name, card) / f"{setting}-{protect}")
-            self._put(name, "quantized", unet)
+            name, unet = (FULL, source()) if source_name == "base" else (source_name, source())
+        else:
+            protect = "trigger" if taq else "none"
+            name = f"quantized:{source_name}:{setting}:{protect}"
+            directory = self._quantized_dir(source_name, card) / f"{setting}-{protect}"
+            unet = self.unets.quantized(name, source, setting, protect, directory, progress)
         self.cache.hold([name])
         return name, unet
 
@@ -350,37 +357,6 @@ class PipelineManager:
         from personalq.config import personalq_home
 
         return personalq_home() / "quantized" / _slug(f"{self.config.base_model}-{self.family}")
-
-    def _quantize(self, source_unet, setting: str, protect: str, directory: Path):
-        """Quantize a pristine copy of the UNet through TAQ; load the saved variant when one exists."""
-        try:
-            from personalq.taq import (
-                QuantConfig,
-                calibration_prompts,
-                load_quantized,
-                quantize,
-                save_quantized,
-            )
-        except ImportError as error:
-            raise ServingError(f"setting {setting} needs the TAQ package, which is not available ({error})") from None
-        previous = self.pipe.unet
-        try:
-            if (directory / "taq.json").exists():
-                load_quantized(self.pipe, directory)
-            else:
-                unet = copy.deepcopy(source_unet)
-                if getattr(unet, "peft_config", None):
-                    unet.unload_lora()  # the copy carries the source's adapter slot; quantize the bare weights
-                    unet._pq_slot_rank, unet._pq_lora_id, unet._pq_adapters_on = 0, None, False
-                self.pipe.register_modules(unet=unet)
-                config = QuantConfig.from_setting(setting, protect=protect)
-                prompts = calibration_prompts(n=self.config.calibration_prompts)
-                quantize(self.pipe, config, calibration_prompts=prompts, num_inference_steps=self.config.calibration_steps)
-                directory.mkdir(parents=True, exist_ok=True)
-                save_quantized(self.pipe, directory)
-            return self.pipe.unet
-        finally:
-            self.pipe.register_modules(unet=previous)
 
     # ---- denoising ------------------------------------------------------------------------------
 
