@@ -280,7 +280,9 @@ def test_modelspec_thumbnail_becomes_a_preview(store, tmp_path):
     thumbnail = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
     header = modelspec_header("stable-diffusion-v1/lora", "<cat>", "Cat", **{"modelspec.thumbnail": thumbnail})
     card = store.add(write_checkpoint(tmp_path / "cat.safetensors", kohya_lora_sd15(), header))
-    assert len(card.previews) == 1 and card.previews[0].read_bytes() == buffer.getvalue()
+    assert [p.name for p in card.previews] == ["0.png"]
+    with Image.open(card.previews[0]) as stored:
+        assert stored.size == (4, 4) and stored.convert("RGB").getpixel((0, 0)) == (0, 128, 0)
 
 
 def test_duplicate_weights_and_duplicate_ids(store, tmp_path):

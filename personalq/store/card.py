@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from personalq.store.errors import StoreError
+from personalq.store.paths import check_id
 
 Kind = Literal["lora", "dreambooth", "textual_inversion"]
 KINDS: tuple[str, ...] = ("lora", "dreambooth", "textual_inversion")
@@ -29,7 +30,6 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "october", "november", "december")
 _SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer", "summer",
             "autumn fall", "autumn fall", "autumn fall", "winter")
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 
 
 def to_utc(value: datetime | date | str) -> datetime:
@@ -45,13 +45,6 @@ def to_utc(value: datetime | date | str) -> datetime:
 
 def iso_z(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def check_id(value: str) -> str:
-    """Ids name files inside the store, so they may not carry path separators or start with a dot."""
-    if not _ID_PATTERN.match(value) or ".." in value:
-        raise ValueError(f"{value!r} is not a valid id: use 1-128 letters, digits, '.', '_', '+' or '-', starting with a letter or digit")
-    return value
 
 
 class ContextTuple(BaseModel):

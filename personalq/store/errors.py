@@ -1,4 +1,10 @@
-"""What the store reports back: a one-line refusal, and the outcome of a batch import."""
+"""What the store reports back: one error hierarchy whose messages are the one-line refusals, and the
+outcome of a batch import.
+
+Every refusal is a `StoreError`: callers (CLI, app, imports) catch that one class and print its
+message as it is; the subclasses say which boundary refused, so tests and callers can tell them apart.
+A `StoreError` is raised before anything is written, so the store is unchanged when it is raised.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,39 @@ from pathlib import Path
 
 class StoreError(ValueError):
     """A refusal with a one-line reason; the store is unchanged when this is raised."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
+
+
+class UnsafePathError(StoreError):
+    """A path the store would write or read is not built from validated parts inside its home."""
+
+
+class ImageRefused(StoreError):
+    """A preview or header thumbnail is not a decodable PNG, JPEG or WebP image within the limits."""
+
+
+class MetadataRefused(StoreError):
+    """Header or sidecar metadata is too deep, too large or of the wrong type."""
+
+
+class WeightsRefused(StoreError):
+    """The tensors do not fit the base model they name, or are not finite."""
+
+
+class DuplicateError(StoreError):
+    """The same weights (SHA-256) are already in the store: an import skips these rather than refusing."""
+
+
+class ConflictError(StoreError):
+    """The id is taken, possibly by an add that ran at the same time in another thread or process."""
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """Collapse a message to one printable line: user text inside a reason must not add lines."""
+    flat = " ".join(str(text).replace("\x00", "\\0").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass

@@ -18,8 +18,7 @@ import json
 import os
 import shutil
 import time
-import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -30,10 +29,13 @@ from sqlalchemy import delete, func, insert, or_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from personalq.atomic_write import TMP_PREFIX, atomic_write, file_chunks
 from personalq.config import personalq_home
-from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, check_id, to_utc
+from personalq.store import paths
+from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, to_utc
 from personalq.store.embedder import Embedder, default_embedder
-from personalq.store.errors import ImportReport, StoreError, source_label
+from personalq.store.errors import DuplicateError, ImportReport, StoreError, source_label
+from personalq.store.images import CleanImage, clean_image, clean_image_file
 from personalq.store.indexes import DenseIndex, SparseIndex
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
 from personalq.store.tables import (
@@ -51,10 +53,6 @@ _BATCH = 512
 _STALE_TMP_SECONDS = 600
 
 
-class DuplicateError(StoreError):
-    """The same weights (SHA-256) are already in the store: an import skips these rather than refusing."""
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -69,50 +67,6 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(dest: Path, chunks: Iterable[bytes]) -> None:
-    """Write under a temporary name, fsync, then rename: readers see the whole file or none."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".tmp-{uuid.uuid4().hex}-{dest.name}"
-    try:
-        with tmp.open("wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(dest.parent)
-
-
-def _file_chunks(path: Path) -> Iterable[bytes]:
-    with path.open("rb") as handle:
-        yield from iter(lambda: handle.read(1 << 20), b"")
-
-
-def _check_image(path: Path) -> None:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as image:
-            image.verify()
-    except FileNotFoundError:
-        raise StoreError(f"preview {path}: no such file") from None
-    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
-        raise StoreError(f"preview {path.name}: unreadable image ({str(error).splitlines()[0] or type(error).__name__})") from None
 
 
 def load_sidecar(meta: dict | Path | str | None) -> dict[str, Any]:
@@ -157,8 +111,7 @@ class _Prepared:
     stored_file: str | None = None  # relative to home (already inside, or the copy's destination)
     sha256: str | None = None
     size_bytes: int | None = None
-    preview_sources: list[Path] = field(default_factory=list)
-    preview_blobs: list[tuple[bytes, str]] = field(default_factory=list)
+    preview_images: list[CleanImage] = field(default_factory=list)  # re-encoded, written at commit
     stored_previews: list[str] = field(default_factory=list)
 
 
@@ -394,18 +347,14 @@ class RepoStore:
             context=context,
             raw_metadata=dict(header.metadata),
             source_file=path,
-            stored_file=f"checkpoints/{context.id}.safetensors",
+            stored_file=paths.relative(self.home, paths.checkpoint_path(self.home, context.id)),
             sha256=file_sha256(path),
             size_bytes=header.size_bytes,
         )
         self._refuse_duplicates(prepared)
-        for preview in previews:
-            if preview.suffix.lower() not in _PREVIEW_SUFFIXES:
-                raise StoreError(f"preview {preview.name}: expected one of {', '.join(_PREVIEW_SUFFIXES)}")
-            _check_image(preview)
-        prepared.preview_sources = list(previews)
+        prepared.preview_images = [clean_image_file(preview) for preview in previews]
         if not previews and (thumbnail := thumbnail_bytes(header.metadata)) is not None:
-            prepared.preview_blobs.append(thumbnail)
+            prepared.preview_images.append(clean_image(thumbnail, "modelspec.thumbnail"))
         return prepared
 
     def _prepare_entry(self, entry: dict[str, Any]) -> _Prepared:
@@ -413,28 +362,18 @@ class RepoStore:
         extras = context.extras
         prepared = _Prepared(context=context, raw_metadata=_jsonable({k: v for k, v in extras.items() if k not in ("file", "previews", "sha256", "size_bytes")}))
         if extras.get("file") is not None:
-            stored = self._inside_store(extras["file"], "file")
-            prepared.stored_file = stored
-            prepared.sha256 = file_sha256(self.home / stored)
-            prepared.size_bytes = (self.home / stored).stat().st_size
+            stored = paths.existing_inside(self.home, extras["file"], "file", paths.CHECKPOINTS)
+            prepared.stored_file = paths.relative(self.home, stored)
+            prepared.sha256 = file_sha256(stored)
+            prepared.size_bytes = stored.stat().st_size
         previews = extras.get("previews") or []
         if not isinstance(previews, list):
             raise StoreError("previews: expected a list of paths")
-        prepared.stored_previews = [self._inside_store(p, "preview") for p in previews]
+        for value in previews:
+            preview = paths.existing_inside(self.home, value, "preview", paths.PREVIEWS)
+            clean_image_file(preview)  # decodes whole: a catalog may only point at real images
+            prepared.stored_previews.append(paths.relative(self.home, preview))
         return prepared
-
-    def _inside_store(self, value: Any, what: str) -> str:
-        """A path named by a catalog entry must already be inside the store's home."""
-        if not isinstance(value, str) or not value.strip():
-            raise StoreError(f"{what}: expected a path relative to the store, got {value!r}")
-        resolved = (self.home / value).resolve()
-        if not resolved.is_relative_to(self.home):
-            raise StoreError(f"{what} {value!r} escapes the store ({self.home}); entries may only name files inside it")
-        if not resolved.is_file():
-            raise StoreError(f"{what} {value!r} is not in the store; use `personalq repo add` to import weights")
-        if what == "preview":
-            _check_image(resolved)
-        return resolved.relative_to(self.home).as_posix()
 
     def _refuse_duplicates(self, prepared: _Prepared) -> None:
         with Session(self._engine) as session:
@@ -479,7 +418,7 @@ class RepoStore:
                     pass  # repaired on next open: Chroma ids missing from the catalog are dropped
             for path in reversed(created):
                 path.unlink(missing_ok=True)
-                if path.parent != self.home / "checkpoints" and path.parent.is_dir() and not any(path.parent.iterdir()):
+                if path.parent.parent == self.home / paths.PREVIEWS and path.parent.is_dir() and not any(path.parent.iterdir()):
                     path.parent.rmdir()
             if isinstance(error, StoreError):
                 raise
@@ -491,23 +430,18 @@ class RepoStore:
 
     def _copy_files(self, item: _Prepared, created: list[Path]) -> None:
         if item.source_file is not None:
-            dest = self.home / item.stored_file
-            _atomic_write(dest, _file_chunks(item.source_file))
+            dest = paths.checkpoint_path(self.home, item.context.id)
+            atomic_write(dest, file_chunks(item.source_file))
             created.append(dest)
-        if item.preview_sources or item.preview_blobs:
-            folder = self.home / "previews" / item.context.id
+        if item.preview_images:
+            folder = paths.preview_dir(self.home, item.context.id)
             if folder.exists():  # left by a crash before commit: the id is not in the catalog
                 shutil.rmtree(folder)
-            for n, source in enumerate(item.preview_sources):
-                dest = folder / f"{n}{source.suffix.lower()}"
-                _atomic_write(dest, _file_chunks(source))
+            for n, image in enumerate(item.preview_images):
+                dest = paths.preview_path(self.home, item.context.id, n, image.format)
+                atomic_write(dest, image.data)
                 created.append(dest)
-                item.stored_previews.append(dest.relative_to(self.home).as_posix())
-            for n, (blob, suffix) in enumerate(item.preview_blobs, start=len(item.preview_sources)):
-                dest = folder / f"{n}{suffix}"
-                _atomic_write(dest, [blob])
-                created.append(dest)
-                item.stored_previews.append(dest.relative_to(self.home).as_posix())
+                item.stored_previews.append(paths.relative(self.home, dest))
 
     @staticmethod
     def _row(item: _Prepared, now: datetime) -> dict[str, Any]:
@@ -693,7 +627,7 @@ class RepoStore:
         """Write the catalog as JSONL (file paths relative to the store); returns the number of entries."""
         cards = self.cards()
         lines = [json.dumps(card.to_catalog_entry(self.home), ensure_ascii=False) + "\n" for card in cards]
-        _atomic_write(Path(path).expanduser(), [line.encode("utf-8") for line in lines])
+        atomic_write(Path(path).expanduser(), [line.encode("utf-8") for line in lines])
         return len(cards)
 
     # ------------------------------------------------------------------ changing and removing
@@ -759,9 +693,9 @@ class RepoStore:
             self._bump(session)
             session.commit()
         self._dense.delete([checkpoint_id])  # if this fails, opening the store drops the orphan vector
-        if card.file_path is not None and card.file_path.is_relative_to(self.home / "checkpoints"):
+        if card.file_path is not None and card.file_path.resolve() == paths.checkpoint_path(self.home, checkpoint_id):
             card.file_path.unlink(missing_ok=True)
-        shutil.rmtree(self.home / "previews" / check_id(checkpoint_id), ignore_errors=True)
+        shutil.rmtree(paths.preview_dir(self.home, checkpoint_id), ignore_errors=True)
 
     # ------------------------------------------------------------------ index maintenance
 
@@ -809,7 +743,7 @@ class RepoStore:
         cutoff = time.time() - _STALE_TMP_SECONDS
         for folder in (self.home / "checkpoints", self.home / "previews"):
             if folder.is_dir():
-                for tmp in folder.rglob(".tmp-*"):
+                for tmp in folder.rglob(f"{TMP_PREFIX}*"):
                     try:
                         if tmp.stat().st_mtime < cutoff:
                             tmp.unlink()

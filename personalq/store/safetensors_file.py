@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from personalq.store.errors import StoreError
+from personalq.store.errors import ImageRefused, StoreError
 
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 PICKLE_SUFFIXES = (".ckpt", ".pt", ".pth", ".bin", ".pkl")
@@ -210,13 +210,17 @@ def prefill(header: SafetensorsHeader, path: Path) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if value is not None and value != []}
 
 
-def thumbnail_bytes(metadata: Mapping[str, str]) -> tuple[bytes, str] | None:
-    """ModelSpec's `modelspec.thumbnail` is a `data:image/...;base64,` URI; return (bytes, suffix)."""
+def thumbnail_bytes(metadata: Mapping[str, str]) -> bytes | None:
+    """ModelSpec's `modelspec.thumbnail` is a `data:image/...;base64,` URI; return its decoded bytes.
+
+    The MIME subtype is ignored: it is whatever the file's author wrote. What the bytes are is decided
+    by decoding them (`personalq.store.images.clean_image`), which also picks the stored suffix.
+    """
     uri = metadata.get("modelspec.thumbnail", "")
-    if not uri.startswith("data:image/") or ";base64," not in uri:
+    if not uri.startswith("data:") or ";base64," not in uri:
         return None
-    mime, _, payload = uri.partition(";base64,")
+    _, _, payload = uri.partition(";base64,")
     try:
-        return base64.b64decode(payload, validate=True), "." + mime.removeprefix("data:image/").replace("jpeg", "jpg")
+        return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
-        return None
+        raise ImageRefused("modelspec.thumbnail: not valid base64") from None

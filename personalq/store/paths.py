@@ -1,0 +1,83 @@
+"""Every path the store writes is built here, from validated parts only.
+
+An id must match `ID_PATTERN` (a slug: no separators, no leading dot, no `..`); a preview's suffix
+comes from the `ImageFormat` Pillow actually decoded, never from a file name or header metadata; and
+the resolved result must lie inside the store's home. Nothing else in PersonalQ joins paths for the
+store, so a crafted header or id cannot name `catalog.db` or a file outside the home.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from pathlib import Path
+from typing import Any
+
+from personalq.store.errors import UnsafePathError
+
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+CHECKPOINTS = "checkpoints"
+PREVIEWS = "previews"
+
+
+class ImageFormat(enum.Enum):
+    """The image formats a preview may be stored as; the value is the suffix written."""
+
+    PNG = "png"
+    JPEG = "jpg"
+    WEBP = "webp"
+
+
+def check_id(value: Any) -> str:
+    """Ids name files inside the store, so they are slugs: 1-128 letters, digits, '.', '_', '+', '-'."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
+        raise UnsafePathError(
+            f"{value!r} is not a valid id: use 1-128 letters, digits, '.', '_', '+' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def _inside(home: Path, relative: str) -> Path:
+    root = home.resolve()
+    path = (root / relative).resolve()
+    if path == root or not path.is_relative_to(root):
+        raise UnsafePathError(f"{relative!r} escapes the store ({root})")
+    return path
+
+
+def checkpoint_path(home: Path, checkpoint_id: str) -> Path:
+    """`checkpoints/<id>.safetensors` under `home`."""
+    return _inside(home, f"{CHECKPOINTS}/{check_id(checkpoint_id)}.safetensors")
+
+
+def preview_dir(home: Path, checkpoint_id: str) -> Path:
+    """`previews/<id>/` under `home`: one folder per checkpoint, removed with it."""
+    return _inside(home, f"{PREVIEWS}/{check_id(checkpoint_id)}")
+
+
+def preview_path(home: Path, checkpoint_id: str, index: int, image_format: ImageFormat) -> Path:
+    """`previews/<id>/<n>.<png|jpg|webp>`; the suffix is the decoded format's, never the source's."""
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 1000:
+        raise UnsafePathError(f"preview number {index!r} is out of range")
+    if not isinstance(image_format, ImageFormat):
+        raise UnsafePathError(f"{image_format!r} is not a preview format")
+    return _inside(home, f"{PREVIEWS}/{check_id(checkpoint_id)}/{index}.{image_format.value}")
+
+
+def relative(home: Path, path: Path) -> str:
+    """A stored path as the catalog records it: relative to the home, so the store can move."""
+    return path.resolve().relative_to(home.resolve()).as_posix()
+
+
+def existing_inside(home: Path, value: Any, what: str, folder: str) -> Path:
+    """A file a catalog entry names: a relative path to a file already inside `home/folder`
+    (`checkpoints` or `previews`), so an entry cannot point at the catalog or the indexes."""
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise UnsafePathError(f"{what}: expected a path relative to the store, got {value!r}")
+    root = home.resolve()
+    path = (root / value).resolve()
+    if not path.is_relative_to(root / folder):
+        raise UnsafePathError(f"{what} {value!r} escapes the store ({root}); entries may only name files inside it")
+    if not path.is_file():
+        raise UnsafePathError(f"{what} {value!r} is not in the store; use `personalq repo add` to import weights")
+    return path
