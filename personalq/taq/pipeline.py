@@ -9,6 +9,7 @@ import torch
 
 from personalq.taq.activations import CROSS_POINTS, install_activation_quantizers
 from personalq.taq.config import QuantConfig
+from personalq.taq.kernels import int8_quantization_map, use_int8_kernels
 from personalq.taq.prompts import calibration_prompts as default_calibration_prompts
 from personalq.taq.triggers import detect_triggers, protection_kwargs
 from personalq.taq.weights import quantize_weights
@@ -44,6 +45,7 @@ def quantize(
     num_inference_steps: int = 10,
     batch_size: int = 4,
     seed: int = 0,
+    int8_kernels: bool = True,
 ):
     """Quantize `pipe.unet` in place to `config` and return `pipe`.
 
@@ -51,6 +53,8 @@ def quantize(
     on that weight-quantized UNet over `calibration_prompts` (default: 64 templated prompts around
     the first trigger) at every step of `num_inference_steps`. `triggers=None` treats every `<...>`
     word of a prompt as a trigger. Load LoRA adapters before or after: adapter layers stay float.
+    `int8_kernels` then runs the int8 layers on CPU integer kernels (`kernels.py`); False keeps the
+    fake-quantized reference.
     """
     unet = pipe.unet
     if _is_quantized(unet):
@@ -75,6 +79,8 @@ def quantize(
         missing = [name for name, q in state.quantizers.items() if q.lo is None]
         if missing:
             raise RuntimeError(f"calibration never reached {len(missing)} quantization points, e.g. {missing[0]}")
+        if int8_kernels:
+            use_int8_kernels(unet)
     return pipe
 
 
@@ -96,15 +102,19 @@ def save_quantized(pipe_or_unet, directory: str | Path) -> Path:
     meta = {
         "config": state.config.to_dict(),
         "dtype": str(unet.dtype).removeprefix("torch."),
-        "quantization_map": quantization_map(unet),
+        "quantization_map": {**quantization_map(unet), **int8_quantization_map(unet)},
         "activation_ranges": state.ranges(),
     }
     (directory / TAQ_FILE).write_text(json.dumps(meta, indent=1))
     return directory
 
 
-def load_quantized(pipe, directory: str | Path):
-    """Put the saved quantized UNet into `pipe` (same architecture) with its stored scales; returns `pipe`."""
+def load_quantized(pipe, directory: str | Path, int8_kernels: bool = True):
+    """Put the saved quantized UNet into `pipe` (same architecture) with its stored scales; returns `pipe`.
+
+    The low-bit tensors go straight into quantized modules built on the meta device (no float copy),
+    then, with `int8_kernels`, into the CPU kernels' packed layout once.
+    """
     from accelerate import init_empty_weights
     from diffusers import UNet2DConditionModel
     from optimum.quanto import requantize
@@ -140,4 +150,6 @@ def load_quantized(pipe, directory: str | Path):
         raise ValueError(f"{directory}: stored activation ranges do not match this UNet's quantization points")
     for name, quantizer in state.quantizers.items():
         quantizer.lo, quantizer.hi = ranges[name]
+    if int8_kernels:
+        use_int8_kernels(unet)
     return pipe
