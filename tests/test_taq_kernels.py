@@ -9,7 +9,8 @@ from personalq.serving.cache import resident_bytes
 from personalq.taq import QuantConfig, calibration_prompts, load_quantized, protection_kwargs, quantize, save_quantized
 from personalq.taq.bops import dummy_unet_inputs
 from personalq.taq.activations import _InputQuantizerHook
-from personalq.taq.kernels import Int8Conv2d, Int8Linear, cpu_int8_available, int8_layer, use_int8_kernels
+from personalq.taq.quantizers import ActivationQuantizer, affine_params, quantize_affine
+from personalq.taq.kernels import Int8Conv2d, Int8Linear, Int8WeightLinear, cpu_int8_available, int8_layer, use_int8_kernels
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
               pytest.mark.skipif(not cpu_int8_available(), reason="this torch build has no oneDNN int8 kernels")]
@@ -66,11 +67,11 @@ def test_each_int8_layer_equals_its_fake_quant_layer(reference):
 def test_int8_unet_is_as_close_to_full_precision_as_the_reference_with_the_trigger_protected(reference):
     kernels = w8a8()
     swapped = use_int8_kernels(kernels.unet)
-    layers = [m for m in kernels.unet.modules() if isinstance(m, (Int8Linear, Int8Conv2d))]
+    layers = [m for m in kernels.unet.modules() if isinstance(m, (Int8Linear, Int8Conv2d, Int8WeightLinear))]
     assert swapped == len(layers) and any(isinstance(m, Int8Conv2d) for m in layers) and any(isinstance(m, Int8Linear) for m in layers)
     cross = [a for a in kernels.unet.modules() if getattr(a, "is_cross_attention", False)]
-    assert cross and all(not isinstance(a.to_k, Int8Linear) and not isinstance(a.to_v, Int8Linear) for a in cross), \
-        "K/V of the text keep the reference path, so protected rows stay full precision"
+    assert cross and all(isinstance(a.to_k, Int8WeightLinear) and isinstance(a.to_v, Int8WeightLinear) for a in cross), \
+        "K/V of the text take float input (int8 weights), so protected rows stay full precision"
     assert all(isinstance(a.to_q, Int8Linear) for a in cross)
     full = unet_out(tiny_sd15_pipeline(0))
     ref_error, kernel_error = (unet_out(reference) - full).abs(), (unet_out(kernels) - full).abs()
@@ -88,3 +89,15 @@ def test_int8_layers_hold_one_byte_per_weight_and_save_and_load_the_same(referen
     loaded = load_quantized(tiny_sd15_pipeline(0), tmp_path / "w8a8")
     assert any(isinstance(m, Int8Conv2d) for m in loaded.unet.modules()), "loading packs the weights for the kernels again"
     assert torch.equal(unet_out(loaded), expected)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_static_fast_path_rounds_onto_the_same_grid_as_quantize_affine(bits):
+    quantizer = ActivationQuantizer(bits, mode="static", lo=-1.3, hi=2.1)
+    x = torch.randn(4, 64, 32, generator=torch.Generator().manual_seed(1)) * 1.5
+    reference = quantize_affine(x, *affine_params(-1.3, 2.1, bits), bits)
+    scale = float(affine_params(-1.3, 2.1, bits)[0])
+    fast = quantizer(x)
+    assert (fast - reference).abs().max() <= scale * 1.001, "at most one code apart, on a rounding midpoint"
+    assert (fast != reference).float().mean() < 1e-3
+    assert len(torch.unique(fast)) <= 2**bits

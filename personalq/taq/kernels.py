@@ -15,11 +15,14 @@ their protected rows and columns must stay full precision, and they are a tiny s
 
 from __future__ import annotations
 
+import threading
+import warnings
+
 import torch
 from optimum.quanto import qint8
 
 from personalq.taq.activations import _InputQuantizerHook
-from personalq.taq.quantizers import ActivationQuantizer, affine_params
+from personalq.taq.quantizers import ActivationQuantizer
 
 
 _SYMMETRIC = torch.zeros(1, dtype=torch.int64)
@@ -31,20 +34,26 @@ def cpu_int8_available() -> bool:
     return hasattr(torch.ops.onednn, "qlinear_pointwise") and hasattr(torch.ops.onednn, "qconv2d_pointwise")
 
 
-def _input_grid(quantizer: ActivationQuantizer) -> tuple[float, int]:
-    """(scale, zero point) of the quantizer's calibrated grid, read at every call: ranges may be refined later."""
-    scale, zero = affine_params(quantizer.lo, quantizer.hi, quantizer.bits)
-    return float(scale), int(zero)
+_last = threading.local()
+"""Per thread, the last input quantized and its codes: Q, K and V of a self-attention read the same tensor on the same grid."""
 
 
 def _quantize_input(x: torch.Tensor, scale: float, zero: int, bits: int) -> torch.Tensor:
-    """uint8 codes of `x` on the grid: clip(round(x / scale) + zero, 0, 2^bits - 1), rounded as the reference rounds.
+    """uint8 codes of `x` on the grid: clip(round(x / scale) + zero, 0, 2^bits - 1).
 
-    In place on one float buffer: a division, not a multiplication by 1/scale, so inputs on a rounding
-    midpoint (sums of grid values often are) get the same code as in `quantize_affine`.
+    `quantize_per_tensor` is torch's one fused rounding op on CPU (deprecated only as a tensor type;
+    the codes are taken out at once); it rounds x * (1/scale) half to even, as the static reference does.
     """
-    codes = torch.div(x.float(), scale)
-    return codes.round_().add_(zero).clamp_(0, 2**bits - 1).to(torch.uint8)
+    key = (x, x._version, scale, zero, bits)
+    last = getattr(_last, "key", None)
+    if last is not None and last[0] is x and last[1:] == key[1:]:
+        return _last.codes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        codes = torch.quantize_per_tensor(x.float(), scale, zero, torch.quint8).int_repr()
+    codes = codes if bits == 8 else codes.clamp_(0, 2**bits - 1)
+    _last.key, _last.codes = key, codes
+    return codes
 
 
 class _Int8Layer:
@@ -82,7 +91,7 @@ class Int8Linear(_Int8Layer, torch.nn.Linear):
         return self.weight.to_dense().t().contiguous()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale, zero = _input_grid(self.quantizer)
+        scale, zero = self.quantizer.grid_numbers()
         codes = _quantize_input(x, scale, zero, self.quantizer.bits)
         return torch.ops.onednn.qlinear_pointwise(
             codes, scale, zero, self.weight, self.weight_scale, _SYMMETRIC, self.bias,
@@ -100,7 +109,7 @@ class Int8Conv2d(_Int8Layer, torch.nn.Conv2d):
             setattr(self, attr, getattr(conv, attr))
         if self.padding_mode != "zeros" or isinstance(self.padding, str):
             raise ValueError("int8 convolutions take explicit zero padding only")
-        scale, zero = _input_grid(quantizer)
+        scale, zero = quantizer.grid_numbers()
         packed = torch.ops.onednn.qconv_prepack(weight_int8.contiguous(), weight_scale.reshape(-1).float(), scale, zero,
                                                 list(self.stride), list(self.padding), list(self.dilation), self.groups, None)
         self.register_buffer("weight", packed)
@@ -110,7 +119,7 @@ class Int8Conv2d(_Int8Layer, torch.nn.Conv2d):
         return self.weight.to_dense().contiguous()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale, zero = _input_grid(self.quantizer)
+        scale, zero = self.quantizer.grid_numbers()
         codes = _quantize_input(x, scale, zero, self.quantizer.bits)
         return torch.ops.onednn.qconv2d_pointwise(
             codes, scale, zero, self.weight, self.weight_scale, _SYMMETRIC, self.bias,
@@ -118,12 +127,43 @@ class Int8Conv2d(_Int8Layer, torch.nn.Conv2d):
         )
 
 
-def int8_layer(module: torch.nn.Module, quantizer: ActivationQuantizer) -> torch.nn.Module | None:
-    """The int8-kernel twin of a quanto qint8 Linear/Conv2d whose input `quantizer` is static affine; None if it has none."""
+class Int8WeightLinear(torch.nn.Linear):
+    """A Linear with int8 weights and float input: for cross-attention's K/V projections of the text, whose
+    protected rows must stay full precision. The weight is widened per call; it is small (text width x
+    channels) and runs on a few dozen tokens, where optimum-quanto's own path costs ten times more."""
+
+    def __init__(self, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None):
+        torch.nn.Module.__init__(self)
+        self.out_features, self.in_features = weight_int8.shape
+        self.weight_qtype = qint8
+        self.register_buffer("weight", weight_int8.contiguous())
+        self.register_buffer("weight_scale", weight_scale.reshape(-1, 1).float().contiguous())
+        self.register_buffer("bias", None if bias is None else bias.detach().float().contiguous())
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        destination[prefix + "weight._data"] = self.weight
+        destination[prefix + "weight._scale"] = self.weight_scale
+        if self.bias is not None:
+            destination[prefix + "bias"] = self.bias
+        destination[prefix + "input_scale"] = torch.ones(())
+        destination[prefix + "output_scale"] = torch.ones(())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.weight.to(x.dtype).mul_(self.weight_scale.to(x.dtype))
+        return torch.nn.functional.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
+
+
+def int8_layer(module: torch.nn.Module, quantizer: ActivationQuantizer | None) -> torch.nn.Module | None:
+    """The int8-kernel twin of a quanto qint8 Linear/Conv2d: integer products when its input `quantizer` is
+    static affine, weight-only int8 for a Linear whose input is not quantized; None otherwise."""
     qtype = getattr(module, "weight_qtype", None)
-    if qtype is None or qtype.bits != 8 or isinstance(module, _Int8Layer) or quantizer.kind != "linear" or quantizer.mode != "static" or quantizer.lo is None:
+    if qtype is None or qtype.bits != 8 or isinstance(module, (_Int8Layer, Int8WeightLinear)):
         return None
     data, scale = module.weight._data, module.weight._scale
+    if quantizer is None:
+        return Int8WeightLinear(data, scale, module.bias) if type(module).__name__ == "QLinear" else None
+    if quantizer.kind != "linear" or quantizer.mode != "static" or quantizer.lo is None:
+        return None
     if isinstance(module, torch.nn.Conv2d):
         if module.padding_mode != "zeros" or isinstance(module.padding, str):
             return None
@@ -144,7 +184,7 @@ def use_int8_kernels(unet) -> int:
     swapped = 0
     for name, module in list(unet.named_modules()):
         hook = next((h for h in module._forward_pre_hooks.values() if isinstance(h, _InputQuantizerHook)), None)
-        twin = None if hook is None else int8_layer(module, hook.quantizer)
+        twin = int8_layer(module, None if hook is None else hook.quantizer)
         if twin is not None:
             parent, _, child = name.rpartition(".")
             setattr(unet.get_submodule(parent) if parent else unet, child, twin)
@@ -154,4 +194,5 @@ def use_int8_kernels(unet) -> int:
 
 def int8_quantization_map(unet) -> dict[str, dict[str, str]]:
     """optimum-quanto's quantization map entries for the int8-kernel layers (saved in its qint8 layout)."""
-    return {name: {"weights": "qint8", "activations": "none"} for name, m in unet.named_modules() if isinstance(m, _Int8Layer)}
+    return {name: {"weights": "qint8", "activations": "none"} for name, m in unet.named_modules()
+            if isinstance(m, (_Int8Layer, Int8WeightLinear))}

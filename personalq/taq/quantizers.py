@@ -8,6 +8,8 @@ broadcast against `x`, so the same code gives per-tensor, per-channel and per-ro
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 LOG_EPS = 1e-6
@@ -83,6 +85,30 @@ class ActivationQuantizer:
         if kind not in ("linear", "log"):
             raise ValueError(f"unknown quantizer {kind!r}: use 'linear' or 'log'")
         self.bits, self.kind, self.mode, self.lo, self.hi = bits, kind, mode, lo, hi
+        self._grid_of: tuple | None = None  # (lo, hi, bits) the cached grid was computed for
+        self._grid: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._numbers: tuple[tuple, float, int] | None = None  # (grid, scale, zero) as Python numbers
+
+    def grid(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scale and zero point of the stored range on this quantizer's grid, computed once per range.
+
+        Recomputing them on every call cost a dozen tiny tensor ops per layer, a large share of a
+        small UNet's step. The cache follows `lo`/`hi` by identity, so assigning a new range renews it.
+        """
+        if self.lo is None:
+            raise RuntimeError("static activation quantizer used before calibration")
+        of = self._grid_of
+        if of is None or of[0] is not self.lo or of[1] is not self.hi or of[2] != self.bits:
+            params = log_params if self.kind == "log" else affine_params
+            self._grid, self._grid_of = params(self.lo, self.hi, self.bits), (self.lo, self.hi, self.bits)
+        return self._grid
+
+    def grid_numbers(self) -> tuple[float, int]:
+        """`grid()` of a per-tensor range as (scale, integer zero point) Python numbers, for fused and integer kernels."""
+        grid = self.grid()
+        if self._numbers is None or self._numbers[0] is not grid:
+            self._numbers = (grid, float(grid[0]), int(grid[1]))
+        return self._numbers[1], self._numbers[2]
 
     def _range(self, x: torch.Tensor, keep: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Min and max of the unprotected entries (in the log domain for the log grid); None if all are kept."""
@@ -114,16 +140,24 @@ class ActivationQuantizer:
             measured = self._range(x, keep)
             if measured is None:
                 return x
-            lo, hi = measured
+            grid = (log_params if self.kind == "log" else affine_params)(*measured, self.bits)
+            xq = (quantize_log if self.kind == "log" else quantize_affine)(x, *grid, self.bits)
+        elif self.kind == "log" or self.grid()[0].numel() > 1:
+            xq = (quantize_log if self.kind == "log" else quantize_affine)(x, *self.grid(), self.bits)
         else:
-            if self.lo is None:
-                raise RuntimeError("static activation quantizer used before calibration")
-            lo, hi = self.lo, self.hi
-        if self.kind == "log":
-            xq = quantize_log(x, *log_params(lo, hi, self.bits), self.bits)
-        else:
-            xq = quantize_affine(x, *affine_params(lo, hi, self.bits), self.bits)
+            xq = self._fast_affine(x)
         return xq if keep is None else torch.where(keep, x, xq)
+
+    def _fast_affine(self, x: torch.Tensor) -> torch.Tensor:
+        """`quantize_affine` on the stored per-tensor grid in two fused ops rather than eight (a tenth of the time
+        on a small UNet's tensors): x * (1/s) rounded half to even, as the CPU int8 kernels round it."""
+        scale, zero = self.grid_numbers()
+        with warnings.catch_warnings():  # quantized tensors are deprecated as a type; this one lives for one line
+            warnings.simplefilter("ignore")
+            xq = torch.quantize_per_tensor(x.float(), scale, zero, torch.quint8).dequantize().to(x.dtype)
+        if self.bits < 8:
+            xq = xq.clamp_(-zero * scale, (2**self.bits - 1 - zero) * scale)
+        return xq
 
     def state(self) -> dict:
         return {"bits": self.bits, "kind": self.kind, "lo": self.lo, "hi": self.hi}
