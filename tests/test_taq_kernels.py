@@ -101,3 +101,15 @@ def test_static_fast_path_rounds_onto_the_same_grid_as_quantize_affine(bits):
     assert (fast - reference).abs().max() <= scale * 1.001, "at most one code apart, on a rounding midpoint"
     assert (fast != reference).float().mean() < 1e-3
     assert len(torch.unique(fast)) <= 2**bits
+
+
+def test_a_point_switched_off_or_dynamic_takes_the_reference_path(reference):
+    """Studies (bench layers) switch quantization points off or to dynamic ranges after quantizing."""
+    kernels = w8a8()
+    use_int8_kernels(kernels.unet)
+    for pipe in (reference, kernels):
+        pipe.unet.taq_state.set_mode("off")
+    try:
+        assert torch.allclose(unet_out(kernels), unet_out(reference), rtol=1e-4, atol=1e-5)
+    finally:
+        reference.unet.taq_state.set_mode("static")

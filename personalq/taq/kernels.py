@@ -67,6 +67,10 @@ class _Int8Layer:
         self.register_buffer("weight_scale", weight_scale.reshape(-1).float().contiguous())
         self.register_buffer("bias", None if bias is None else bias.detach().float().contiguous())
 
+    def _float_weight(self) -> torch.Tensor:
+        data = self._int8_weight()
+        return data.float() * self.weight_scale.reshape(-1, *([1] * (data.ndim - 1)))
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         """Saved as optimum-quanto's qint8 layout, so a saved variant loads on any device, with or without these kernels."""
         data = self._int8_weight()
@@ -91,6 +95,8 @@ class Int8Linear(_Int8Layer, torch.nn.Linear):
         return self.weight.to_dense().t().contiguous()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.quantizer.mode != "static":  # a study switched this point off or to dynamic ranges: the reference path
+            return torch.nn.functional.linear(self.quantizer(x), self._float_weight().to(x.dtype), self.bias)
         scale, zero = self.quantizer.grid_numbers()
         codes = _quantize_input(x, scale, zero, self.quantizer.bits)
         return torch.ops.onednn.qlinear_pointwise(
@@ -119,6 +125,8 @@ class Int8Conv2d(_Int8Layer, torch.nn.Conv2d):
         return self.weight.to_dense().contiguous()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.quantizer.mode != "static":  # a study switched this point off or to dynamic ranges: the reference path
+            return self._conv_forward(self.quantizer(x), self._float_weight().to(x.dtype), self.bias)
         scale, zero = self.quantizer.grid_numbers()
         codes = _quantize_input(x, scale, zero, self.quantizer.bits)
         return torch.ops.onednn.qconv2d_pointwise(
