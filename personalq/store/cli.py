@@ -2,7 +2,8 @@
 
 Every command prints a readable rich table by default and JSON with `--json`. A refusal prints one
 line on stderr and exits with status 1. Imports that refuse some entries still add the rest, but
-exit with 1 so scripts notice.
+exit with 1 so scripts notice. Text that came from users (ids, triggers, descriptions, reasons) is
+printed literally, as `rich.text.Text`: `[/x]` in an id is shown, never read as markup.
 """
 
 from __future__ import annotations
@@ -19,16 +20,27 @@ HomeOption = Annotated[
 ]
 
 
-def _open(home: Path | None):
-    from personalq.store import RepoStore
+def _open(home: Path | None, repair_files: bool = True):
+    from personalq.store import RepoStore, StoreError
 
-    return RepoStore.open(home)
+    try:
+        return RepoStore.open(home, repair_files=repair_files)
+    except StoreError as error:
+        _fail(str(error))
+
+
+def _literal(value: object):
+    """User text as a rich renderable that is never parsed as markup."""
+    from rich.text import Text
+
+    return Text("" if value is None else str(value))
 
 
 def _fail(message: str) -> None:
     from rich.console import Console
+    from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/red] {message}", markup=True)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error:", "red"), " ", message))
     raise typer.Exit(1)
 
 
@@ -51,10 +63,11 @@ def _print_cards(cards, as_json: bool, home: Path) -> None:
     for column in ("id", "trigger", "category", "style", "created", "v", "kind", "base"):
         table.add_column(column, overflow="fold")
     for card in cards:
-        table.add_row(
+        cells = (
             card.id, card.trigger, card.category, ", ".join(card.style_tags), card.created_at.date().isoformat(),
-            "" if card.version is None else str(card.version), card.kind or "", card.base_model or "",
+            card.version, card.kind, card.base_model,
         )
+        table.add_row(*map(_literal, cells))
     Console().print(table)
 
 
@@ -67,9 +80,9 @@ def _print_report(report, as_json: bool) -> None:
         console = Console(highlight=False, soft_wrap=True)
         console.print(f"added {len(report.added)}, skipped {len(report.skipped)}, refused {len(report.refused)}")
         for source, reason in report.skipped:
-            console.print(f"  skipped {source}: {reason}", markup=False)
+            console.print(_literal(f"  skipped {source}: {reason}"))
         for source, reason in report.refused:
-            console.print(f"  refused {source}: {reason}", markup=False)
+            console.print(_literal(f"  refused {source}: {reason}"))
     if report.refused:
         raise typer.Exit(1)
 
@@ -176,13 +189,13 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(show_header=False, title=card.id)
+        table = Table(show_header=False, title=_literal(card.id))
         for key, value in data.items():
             if key == "raw_metadata":
                 value = json.dumps(value, ensure_ascii=False)[:400]
             elif isinstance(value, list):
                 value = ", ".join(map(str, value))
-            table.add_row(key, "" if value is None else str(value))
+            table.add_row(key, _literal(value))
         Console().print(table)
 
     @repo.command("remove")
@@ -199,6 +212,31 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             raise typer.Exit(1)
         store.remove(checkpoint_id)
         typer.echo(f"removed {checkpoint_id}")
+
+    @repo.command("check")
+    def check(
+        repair: Annotated[bool, typer.Option("--repair", help="Remove orphan files and drop rows whose files are gone.")] = False,
+        as_json: JsonOption = False,
+        home: HomeOption = None,
+    ) -> None:
+        """Check that every stored file has its catalog row and every row has its files."""
+        store = _open(home, repair_files=False)
+        report = store.check_files(repair=repair)
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+        else:
+            from rich.console import Console
+
+            console = Console(highlight=False, soft_wrap=True)
+            problems = [f"orphan file {p}" for p in report.orphan_files]
+            problems += [f"temporary file {p}" for p in report.temporary_files]
+            problems += [f"{i}: missing {p}" for i, p in report.missing_files]
+            verb = "repaired" if report.repaired else "found"
+            console.print(_literal(f"ok: {len(store)} checkpoint(s), files and rows agree" if report.ok else f"{verb} {len(problems)} problem(s)"))
+            for line in problems:
+                console.print(_literal(f"  {line}"))
+        if not report.ok and not report.repaired:
+            raise typer.Exit(1)
 
     @repo.command("reindex")
     def reindex(home: HomeOption = None) -> None:

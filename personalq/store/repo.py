@@ -17,8 +17,8 @@ import hashlib
 import json
 import os
 import shutil
-import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -29,12 +29,13 @@ from sqlalchemy import delete, func, insert, or_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from personalq.atomic_write import TMP_PREFIX, atomic_write, file_chunks
+from personalq.atomic_write import atomic_write, file_chunks
 from personalq.config import personalq_home
 from personalq.store import paths
 from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, to_utc
 from personalq.store.embedder import Embedder, default_embedder
-from personalq.store.errors import DuplicateError, ImportReport, StoreError, source_label
+from personalq.store.consistency import ConsistencyReport, compare, remove_files
+from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, source_label
 from personalq.store.images import CleanImage, clean_image, clean_image_file
 from personalq.store.indexes import DenseIndex, SparseIndex
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
@@ -50,7 +51,8 @@ _TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, StoreRevision, 
 _SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
 _PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _BATCH = 512
-_STALE_TMP_SECONDS = 600
+WRITE_LOCK_NAME = ".write.lock"
+WRITE_LOCK_TIMEOUT_S = 120.0
 
 
 def _now() -> datetime:
@@ -134,17 +136,43 @@ class RepoStore:
         self._cards_cache: tuple[int, dict[str, CheckpointCard]] | None = None
         self._sparse_cache: tuple[int, SparseIndex] | None = None
         self._dense = DenseIndex(home / "chroma")
+        # One lock file per home serializes every write across threads and processes (flock locks
+        # belong to an open file, so two threads of one process exclude each other too).
+        from filelock import FileLock
+
+        self._write_lock = FileLock(str(home / WRITE_LOCK_NAME), timeout=WRITE_LOCK_TIMEOUT_S)
 
     @classmethod
-    def open(cls, home: Path | str | None = None, database_url: str | None = None, embedder: Embedder | None = None) -> RepoStore:
-        """Open (creating if needed) the store under `home` and repair indexes that disagree with the catalog."""
+    def open(
+        cls, home: Path | str | None = None, database_url: str | None = None, embedder: Embedder | None = None,
+        repair_files: bool = True,
+    ) -> RepoStore:
+        """Open (creating if needed) the store under `home` and repair indexes that disagree with the catalog.
+
+        Unless `repair_files` is False (`personalq repo check` wants to see them), files a crash left
+        without a row are removed and rows whose files are gone are dropped.
+        """
         home = Path(home).expanduser().resolve() if home is not None else personalq_home()
         home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("PERSONALQ_DATABASE_URL") or f"sqlite:///{home / 'catalog.db'}"
         store = cls(home, url, embedder or default_embedder())
-        store._sweep_temporary_files()
+        if repair_files:
+            store._repair_files_after_crash()
         store.repair()
         return store
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the store's write lock: files and rows of one change are written by one writer at a time."""
+        from filelock import Timeout
+
+        try:
+            with self._write_lock:
+                yield
+        except Timeout:
+            raise ConflictError(
+                f"the store is busy: another add or import held its write lock for over {WRITE_LOCK_TIMEOUT_S:.0f} s; try again"
+            ) from None
 
     def close(self) -> None:
         self._dense.close()
@@ -396,6 +424,17 @@ class RepoStore:
 
     def _commit(self, batch: Sequence[_Prepared], progress: Any = None) -> None:
         """Copy files, embed, write rows and vectors; on any failure undo all of it and raise `StoreError`."""
+        with self._writing():
+            for item in batch:  # another thread or process may have added the same id since we prepared
+                try:
+                    self._refuse_duplicates(item)
+                except DuplicateError:
+                    raise
+                except StoreError as error:
+                    raise ConflictError(str(error)) from None
+            self._commit_locked(batch, progress)
+
+    def _commit_locked(self, batch: Sequence[_Prepared], progress: Any) -> None:
         created: list[Path] = []
         dense_ids: list[str] = []
         try:
@@ -645,32 +684,33 @@ class RepoStore:
         vectors = cache_rows = None
         if context.description != card.description:
             vectors, cache_rows = self._vectors([context.description])
-        with Session(self._engine) as session:
-            row = session.get(CheckpointRow, checkpoint_id)
-            row.description = context.description
-            row.created_at = context.created_at
-            row.version = context.version
-            row.last_used_at = context.last_used_at
-            row.category = context.category or context.subject_types[0]
-            row.base_model = context.base_model
-            row.kind = context.kind
-            row.updated_at = _now()
-            session.add(row)
-            session.exec(
-                delete(CheckpointValue).where(
-                    CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
+        with self._writing():
+            with Session(self._engine) as session:
+                row = session.get(CheckpointRow, checkpoint_id)
+                row.description = context.description
+                row.created_at = context.created_at
+                row.version = context.version
+                row.last_used_at = context.last_used_at
+                row.category = context.category or context.subject_types[0]
+                row.base_model = context.base_model
+                row.kind = context.kind
+                row.updated_at = _now()
+                session.add(row)
+                session.exec(
+                    delete(CheckpointValue).where(
+                        CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
+                    )
                 )
-            )
-            self._stage(session, self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS), cache_rows)
-            if vectors is not None:
-                self._dense.upsert([checkpoint_id], vectors, [self._dense_meta(context.description)])
-            try:
-                session.commit()
-            except Exception:
-                if vectors is not None:  # put the old vector back
-                    old, _ = self._vectors([card.description])
-                    self._dense.upsert([checkpoint_id], old, [self._dense_meta(card.description)])
-                raise
+                self._stage(session, self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS), cache_rows)
+                if vectors is not None:
+                    self._dense.upsert([checkpoint_id], vectors, [self._dense_meta(context.description)])
+                try:
+                    session.commit()
+                except Exception:
+                    if vectors is not None:  # put the old vector back
+                        old, _ = self._vectors([card.description])
+                        self._dense.upsert([checkpoint_id], old, [self._dense_meta(card.description)])
+                    raise
         return self.get(checkpoint_id)
 
     def mark_used(self, checkpoint_id: str, when: datetime | None = None) -> None:
@@ -686,16 +726,77 @@ class RepoStore:
 
     def remove(self, checkpoint_id: str) -> None:
         """Delete the catalog row, the files and both index entries."""
-        card = self.get(checkpoint_id)
+        with self._writing():
+            card = self.get(checkpoint_id)
+            self._delete_rows([checkpoint_id])
+            if card.file_path is not None and card.file_path.resolve() == paths.checkpoint_path(self.home, checkpoint_id):
+                card.file_path.unlink(missing_ok=True)
+            shutil.rmtree(paths.preview_dir(self.home, checkpoint_id), ignore_errors=True)
+
+    def _delete_rows(self, checkpoint_ids: Sequence[str]) -> None:
+        """Drop catalog rows and their vectors (a vector left by a failure is dropped on the next open)."""
         with Session(self._engine) as session:
-            session.exec(delete(CheckpointValue).where(CheckpointValue.checkpoint_id == checkpoint_id))
-            session.exec(delete(CheckpointRow).where(CheckpointRow.id == checkpoint_id))
+            session.exec(delete(CheckpointValue).where(col(CheckpointValue.checkpoint_id).in_(list(checkpoint_ids))))
+            session.exec(delete(CheckpointRow).where(col(CheckpointRow.id).in_(list(checkpoint_ids))))
             self._bump(session)
             session.commit()
-        self._dense.delete([checkpoint_id])  # if this fails, opening the store drops the orphan vector
-        if card.file_path is not None and card.file_path.resolve() == paths.checkpoint_path(self.home, checkpoint_id):
-            card.file_path.unlink(missing_ok=True)
-        shutil.rmtree(paths.preview_dir(self.home, checkpoint_id), ignore_errors=True)
+        self._dense.delete(list(checkpoint_ids))
+
+    # ------------------------------------------------------------------ files and rows agree
+
+    def check_files(self, repair: bool = False) -> ConsistencyReport:
+        """Orphan files (no row), half-written `.tmp-*` files and rows whose files are gone; with
+        `repair`, remove the files and drop those rows (or just the missing previews)."""
+        with self._writing():
+            return self._check_files_locked(repair)
+
+    def _check_files_locked(self, repair: bool) -> ConsistencyReport:
+        report = compare(self.home, self._referenced_files())
+        if repair and not report.ok:
+            remove_files(self.home, report.orphan_files + report.temporary_files)
+            rows = {i: file for i, file in self._stored_file_paths()}
+            gone_rows = sorted({i for i, path in report.missing_files if rows.get(i) == path})
+            gone_previews = [(i, path) for i, path in report.missing_files if i not in gone_rows]
+            if gone_previews:
+                with Session(self._engine) as session:
+                    for checkpoint_id, path in gone_previews:
+                        session.exec(delete(CheckpointValue).where(
+                            CheckpointValue.checkpoint_id == checkpoint_id,
+                            CheckpointValue.field == LIST_VALUE_FIELDS["previews"],
+                            CheckpointValue.value == path,
+                        ))
+                    self._bump(session)
+                    session.commit()
+            if gone_rows:
+                self._delete_rows(gone_rows)
+            report.repaired = True
+        return report
+
+    def _stored_file_paths(self) -> list[tuple[str, str]]:
+        with Session(self._engine) as session:
+            return list(session.exec(select(CheckpointRow.id, CheckpointRow.file_path).where(col(CheckpointRow.file_path).is_not(None))))
+
+    def _referenced_files(self) -> dict[str, list[str]]:
+        referenced: dict[str, list[str]] = {}
+        for checkpoint_id, path in self._stored_file_paths():
+            referenced.setdefault(checkpoint_id, []).append(path)
+        with Session(self._engine) as session:
+            previews = session.exec(
+                select(CheckpointValue.checkpoint_id, CheckpointValue.value).where(CheckpointValue.field == LIST_VALUE_FIELDS["previews"])
+            )
+            for checkpoint_id, path in previews:
+                referenced.setdefault(checkpoint_id, []).append(path)
+        return referenced
+
+    def _repair_files_after_crash(self) -> None:
+        """On open: if no writer holds the lock, whatever disagrees was left by a crash; repair it."""
+        from filelock import Timeout
+
+        try:
+            with self._write_lock.acquire(timeout=0):
+                self._check_files_locked(repair=True)
+        except Timeout:
+            pass  # a writer is running: its files are not orphans, and it will commit or clean up
 
     # ------------------------------------------------------------------ index maintenance
 
@@ -737,15 +838,3 @@ class RepoStore:
                         session.commit()
                 self._dense.upsert(chunk, vectors, [self._dense_meta(t) for t in texts])
                 bar.update(len(chunk))
-
-    def _sweep_temporary_files(self) -> None:
-        """Remove `.tmp-*` copies a crash left behind (old enough not to belong to a running add)."""
-        cutoff = time.time() - _STALE_TMP_SECONDS
-        for folder in (self.home / "checkpoints", self.home / "previews"):
-            if folder.is_dir():
-                for tmp in folder.rglob(f"{TMP_PREFIX}*"):
-                    try:
-                        if tmp.stat().st_mtime < cutoff:
-                            tmp.unlink()
-                    except OSError:
-                        pass
