@@ -1,4 +1,4 @@
-"""`personalq bench quality`, `tokens`, `e2e` and `layers`: thin shells over personalq.eval."""
+"""`personalq bench quality`, `tokens`, `e2e`, `layers` and `quant`: thin shells over personalq.eval."""
 
 from __future__ import annotations
 
@@ -246,7 +246,32 @@ def bench_layers_command(
         typer.echo(str(path))
 
 
+def bench_quant_command(
+    base: str = typer.Option("pq-nano", help="pq-nano (shipped) or sd15-shape (random-weight SD 1.5-shaped UNet, 860M)."),
+    device: str = typer.Option("cpu", help="cpu or cuda."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+    workdir: Optional[Path] = typer.Option(None, help="Where the base and its quantized variants are saved (default: $PERSONALQ_HOME/bench/quant/BASE)."),
+) -> None:
+    """Every bit-width setting side by side in one process: resident bytes, UNet bytes, load, step and image time."""
+    import json
+    import sys
+
+    from personalq.eval.quant_bench import BASES, bench_quant, quant_table
+
+    if base not in BASES:
+        _fail(f"--base {base}: choose one of {', '.join(BASES)}")
+    if device not in ("cpu", "cuda"):
+        _fail(f"--device {device}: choose cpu or cuda")
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        _fail("--device cuda: no CUDA device here")
+    result = bench_quant(base, device, workdir, log=lambda line: print(line, file=sys.stderr))
+    typer.echo(json.dumps(result) if as_json else quant_table(result))
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    bench_app.command("quant")(bench_quant_command)
     bench_app.command("quality")(bench_quality_command)
     bench_app.command("tokens")(bench_tokens_command)
     bench_app.command("e2e")(bench_e2e_command)

@@ -12,7 +12,7 @@ from personalq.taq.config import QuantConfig
 from personalq.taq.kernels import int8_quantization_map, use_int8_kernels
 from personalq.taq.prompts import calibration_prompts as default_calibration_prompts
 from personalq.taq.triggers import detect_triggers, protection_kwargs
-from personalq.taq.weights import quantize_weights
+from personalq.taq.weights import bnb_layers, load_bnb_layers, quantize_weights, set_aside_bnb_layers
 
 WEIGHTS_FILE = "diffusion_pytorch_model.safetensors"
 TAQ_FILE = "taq.json"
@@ -46,6 +46,7 @@ def quantize(
     batch_size: int = 4,
     seed: int = 0,
     int8_kernels: bool = True,
+    weight_backend: str | None = None,
 ):
     """Quantize `pipe.unet` in place to `config` and return `pipe`.
 
@@ -54,7 +55,8 @@ def quantize(
     the first trigger) at every step of `num_inference_steps`. `triggers=None` treats every `<...>`
     word of a prompt as a trigger. Load LoRA adapters before or after: adapter layers stay float.
     `int8_kernels` then runs the int8 layers on CPU integer kernels (`kernels.py`); False keeps the
-    fake-quantized reference.
+    fake-quantized reference. `weight_backend` ("quanto", "bitsandbytes") defaults to quanto on CPU
+    and bitsandbytes Linear + quanto convolutions on CUDA (`weights.BACKENDS`).
     """
     unet = pipe.unet
     if _is_quantized(unet):
@@ -62,7 +64,7 @@ def quantize(
     if config.w_bits == 16:
         pipe.to(dtype=torch.float16)
     if config.quantizes_weights:
-        quantize_weights(unet, config.w_bits)
+        quantize_weights(unet, config.w_bits, weight_backend)
     if not config.quantizes_activations:
         install_activation_quantizers(unet, config, mode="off", points=(), layer_inputs=False)
         return pipe
@@ -103,6 +105,7 @@ def save_quantized(pipe_or_unet, directory: str | Path) -> Path:
         "config": state.config.to_dict(),
         "dtype": str(unet.dtype).removeprefix("torch."),
         "quantization_map": {**quantization_map(unet), **int8_quantization_map(unet)},
+        "bitsandbytes_layers": bnb_layers(unet),
         "activation_ranges": state.ranges(),
     }
     (directory / TAQ_FILE).write_text(json.dumps(meta, indent=1))
@@ -129,10 +132,13 @@ def load_quantized(pipe, directory: str | Path, int8_kernels: bool = True):
     state_dict = load_file(directory / WEIGHTS_FILE)
     with init_empty_weights():
         unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(directory)).to(dtype)
+    bnb = meta.get("bitsandbytes_layers", {})
+    shells = set_aside_bnb_layers(unet, bnb)
     if meta["quantization_map"]:
         requantize(unet, state_dict, meta["quantization_map"], device=torch.device("cpu"))
     else:
-        unet.load_state_dict(state_dict, assign=True)
+        unet.load_state_dict(state_dict, assign=True, strict=not bnb)
+    load_bnb_layers(unet, bnb, shells, state_dict, pipe.device)
     loaded = set(unet.state_dict())
     if loaded != set(state_dict):
         raise ValueError(f"{directory}: saved tensors do not match the UNet ({len(loaded ^ set(state_dict))} keys differ)")
