@@ -554,7 +554,7 @@ def test_a_1000_entry_catalog_loads_in_batches(store, tmp_path):
     catalog.write_text("".join(json.dumps(e) + "\n" for e in entries) + "{broken\n" + json.dumps(entries[5]) + "\n")
 
     report = store.load_catalog(catalog)
-    assert len(report.added) == 1000 and report.refused == [("catalog.jsonl:1001", "not valid JSON (Expecting property name enclosed in double quotes)")]
+    assert len(report.added) == 1000 and report.refused == [("catalog.jsonl:1001", "entry: not valid JSON (Expecting property name enclosed in double quotes)")]
     assert report.skipped == [("catalog.jsonl:1002", f"{entries[5]['id']!r} appears earlier in this file with the same content")]
     assert len(store) == 1000 and len(store._dense.entries()) == 1000
     cards = {c.id: c for c in store.cards()}

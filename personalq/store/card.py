@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from personalq.store.errors import StoreError
+from personalq.store.metadata import check_structure
 from personalq.store.paths import check_id
 
 Kind = Literal["lora", "dreambooth", "textual_inversion"]
@@ -30,6 +31,17 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "october", "november", "december")
 _SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer", "summer",
             "autumn fall", "autumn fall", "autumn fall", "winter")
+
+
+EARLIEST_YEAR, LATEST_YEAR = 1970, 2200
+MAX_DESCRIPTION_CHARS = 8000
+MAX_ITEM_CHARS = 200
+MAX_ITEMS = 64
+
+
+def plausible_date(moment: datetime) -> bool:
+    """Checkpoint dates lie between 1970 and 2200; `inf`, year 9999 or year 1 are mistakes or attacks."""
+    return EARLIEST_YEAR <= moment.year <= LATEST_YEAR
 
 
 def to_utc(value: datetime | date | str) -> datetime:
@@ -84,7 +96,16 @@ class ContextTuple(BaseModel):
         items = [item.strip() for item in value]
         if any(not item for item in items):
             raise ValueError("items may not be blank")
+        if len(items) > MAX_ITEMS or any(len(item) > MAX_ITEM_CHARS for item in items):
+            raise ValueError(f"at most {MAX_ITEMS} items of at most {MAX_ITEM_CHARS} characters each")
         return list(dict.fromkeys(items))
+
+    @field_validator("description")
+    @classmethod
+    def _description_size(cls, value: str) -> str:
+        if len(value) > MAX_DESCRIPTION_CHARS:
+            raise ValueError(f"{len(value):,} characters is over the {MAX_DESCRIPTION_CHARS:,}-character limit")
+        return value
 
     @field_validator("triggers", "subject_types")
     @classmethod
@@ -100,9 +121,12 @@ class ContextTuple(BaseModel):
             return None
         if isinstance(value, (str, date)):
             try:
-                return to_utc(value)
-            except ValueError:
-                raise ValueError(f"{value!r} is not an ISO-8601 date or date-time") from None
+                moment = to_utc(value)
+            except (ValueError, OverflowError):
+                raise ValueError(f"{str(value)[:40]!r} is not an ISO-8601 date or date-time") from None
+            if not plausible_date(moment):
+                raise ValueError(f"{str(value)[:40]!r} is outside the years {EARLIEST_YEAR}-{LATEST_YEAR}")
+            return moment
         raise ValueError(f"expected an ISO-8601 date or date-time, got {type(value).__name__}")
 
     @field_validator("version", mode="before")
@@ -110,6 +134,8 @@ class ContextTuple(BaseModel):
     def _version(cls, value: Any) -> Any:
         if isinstance(value, bool) or isinstance(value, float):
             raise ValueError("version must be an integer")
+        if isinstance(value, int) and not 0 <= value < 2**31:
+            raise ValueError(f"version must be between 0 and {2**31 - 1}")
         return value
 
     @field_validator("category", "base_model", mode="before")
@@ -126,6 +152,7 @@ class ContextTuple(BaseModel):
         """Validate, turning pydantic's multi-line report into the first problem on one line."""
         if not isinstance(data, dict):
             raise StoreError(f"a context tuple must be a mapping, got {type(data).__name__}")
+        check_structure(data, "entry")
         try:
             return cls.model_validate(data)
         except ValidationError as error:

@@ -35,8 +35,9 @@ from personalq.store import paths
 from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, to_utc
 from personalq.store.embedder import Embedder, default_embedder
 from personalq.store.consistency import ConsistencyReport, compare, remove_files
-from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, source_label
+from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, one_line, source_label
 from personalq.store.images import CleanImage, clean_image, clean_image_file
+from personalq.store.metadata import check_structure, load_yaml_file, parse_json, trimmed
 from personalq.store.indexes import DenseIndex, SparseIndex
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
 from personalq.store.tables import (
@@ -72,20 +73,13 @@ def file_sha256(path: Path) -> str:
 
 
 def load_sidecar(meta: dict | Path | str | None) -> dict[str, Any]:
-    """A sidecar is YAML or JSON (JSON is YAML) holding context-tuple keys."""
-    import yaml
-
+    """A sidecar is YAML or JSON (JSON is YAML) holding context-tuple keys, parsed within the limits."""
     if meta is None:
         return {}
     if isinstance(meta, dict):
-        return dict(meta)
+        return dict(check_structure(meta, "metadata"))
     path = Path(meta)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise StoreError(f"metadata {path.name}: cannot read ({error.strerror or error})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise StoreError(f"metadata {path.name}: not valid YAML/JSON ({str(error).splitlines()[0]})") from None
+    data = load_yaml_file(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -348,7 +342,7 @@ class RepoStore:
         path = Path(path).expanduser()
         header = read_header(path)
         merged = prefill(header, path) | load_sidecar(meta)
-        merged["raw_metadata"] = dict(header.metadata)
+        merged["raw_metadata"] = trimmed(header.metadata)
         return _jsonable(merged)
 
     def add(self, path: Path | str, meta: dict | Path | str | None = None, previews: Sequence[Path | str] = ()) -> CheckpointCard:
@@ -373,7 +367,7 @@ class RepoStore:
         context = ContextTuple.parse(prefill(header, path) | sidecar)
         prepared = _Prepared(
             context=context,
-            raw_metadata=dict(header.metadata),
+            raw_metadata=trimmed(header.metadata),
             source_file=path,
             stored_file=paths.relative(self.home, paths.checkpoint_path(self.home, context.id)),
             sha256=file_sha256(path),
@@ -576,6 +570,8 @@ class RepoStore:
                 report.skipped.append((str(path), str(error)))
             except StoreError as error:
                 report.refused.append((str(path), str(error)))
+            except Exception as error:  # a bug, not a refusal: report it and go on with the other files
+                report.refused.append((str(path), one_line(f"could not add ({type(error).__name__}: {error})")))
             else:
                 report.added.append(card.id)
         return report
@@ -603,7 +599,7 @@ class RepoStore:
                 bar.update(1)
                 continue
             try:
-                prepared = self._prepare_entry(json.loads(line))
+                prepared = self._prepare_entry(parse_json(line, "entry"))
                 id_ = prepared.context.id
                 if id_ in existing:
                     if self._same_entry(existing[id_], prepared):
@@ -619,10 +615,6 @@ class RepoStore:
                     raise StoreError(f"duplicate id {id_!r}: appears earlier in this file with different content")
                 if prepared.sha256 is not None:
                     self._refuse_duplicates(prepared)
-            except json.JSONDecodeError as error:
-                report.refused.append((label, f"not valid JSON ({error.msg})"))
-                bar.update(1)
-                continue
             except StoreError as error:
                 report.refused.append((label, str(error)))
                 bar.update(1)

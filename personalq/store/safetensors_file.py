@@ -18,7 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from personalq.store.errors import ImageRefused, StoreError
+from personalq.store.card import plausible_date
+from personalq.store.errors import ImageRefused, MetadataRefused, StoreError
+from personalq.store.metadata import parse_json
 
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 PICKLE_SUFFIXES = (".ckpt", ".pt", ".pth", ".bin", ".pkl")
@@ -66,6 +68,8 @@ def read_header(path: Path) -> SafetensorsHeader:
             raw = json.loads(handle.read(header_len))
     except OSError as error:
         raise StoreError(f"{path.name}: cannot read ({error.strerror or error})") from None
+    except RecursionError:
+        raise MetadataRefused(f"{path.name}: header nested too deeply to be a safetensors header") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise StoreError(f"{path.name}: corrupt safetensors header (not JSON)") from None
     _validate_with_library(path)
@@ -152,35 +156,42 @@ def base_and_kind_from_metadata(metadata: Mapping[str, str]) -> tuple[str | None
     return base, kind
 
 
-def _json_or_none(text: str | None) -> Any:
+def _json_hint(text: str | None) -> Any:
+    """A JSON-valued header key (kohya's `ss_tag_frequency`) is only a prefill hint: junk, or JSON
+    nested past the limits, is ignored rather than refusing the checkpoint."""
     try:
-        return json.loads(text) if text else None
-    except json.JSONDecodeError:
+        return parse_json(text, "ss_tag_frequency") if text else None
+    except MetadataRefused:
         return None
 
 
 def _timestamp(value: str | None) -> str | None:
-    """kohya writes Unix seconds; ModelSpec writes ISO-8601 (sometimes just a date)."""
+    """kohya writes Unix seconds; ModelSpec writes ISO-8601 (sometimes just a date). A value that is
+    not a date a checkpoint can have (`inf`, year 9999, before 1970) is ignored."""
     if not value:
         return None
     try:
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat()
-    except ValueError:
+        moment = datetime.fromtimestamp(float(value), tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
         from dateutil import parser
 
         try:
-            return parser.isoparse(value).isoformat()
-        except ValueError:
+            moment = parser.isoparse(value)
+            moment = moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        except (ValueError, OverflowError):
             return None
+    return moment.isoformat() if plausible_date(moment) else None
 
 
 def _tags_by_frequency(tag_frequency: Any) -> list[str]:
-    counts: dict[str, int] = {}
+    """Caption tags by total count; entries of the wrong type (a list, a string count) are skipped."""
+    counts: dict[str, float] = {}
     if isinstance(tag_frequency, dict):
         for tags in tag_frequency.values():
             if isinstance(tags, dict):
                 for tag, count in tags.items():
-                    counts[tag.strip()] = counts.get(tag.strip(), 0) + int(count or 0)
+                    if isinstance(count, (int, float)) and not isinstance(count, bool) and 0 <= count < 1e12:
+                        counts[tag.strip()] = counts.get(tag.strip(), 0) + count
     return [tag for tag, _ in sorted(counts.items(), key=lambda item: -item[1]) if tag]
 
 
@@ -188,7 +199,7 @@ def prefill(header: SafetensorsHeader, path: Path) -> dict[str, Any]:
     """A context tuple prefilled from the header: ModelSpec keys first, kohya `ss_*` keys next, shapes last."""
     md = header.metadata
     base, kind = base_and_kind_from_metadata(md)
-    tags = _tags_by_frequency(_json_or_none(md.get("ss_tag_frequency")))
+    tags = _tags_by_frequency(_json_hint(md.get("ss_tag_frequency")))
     triggers = [t.strip() for t in md.get("modelspec.trigger_phrase", "").split(",") if t.strip()]
     if not triggers and tags:
         triggers = tags[:1]  # kohya's most frequent caption tag is, by convention, the trigger word
