@@ -65,3 +65,14 @@ def test_with_a_budget_full_precision_stays_while_it_fits_and_goes_least_recentl
     draw(roomy, "W4A8")  # does not fit beside both: the least recently used UNet (FP32) goes
     assert {name for name, _, _ in roomy.resident()} == {"base", "quantized:base:W8A8:trigger", "quantized:base:W4A8:trigger"}
     assert roomy.cache.peak_bytes <= both
+
+
+def test_bench_serve_switching_settings_peaks_no_higher_than_full_precision_alone(tmp_path):
+    from personalq.serving.bench import bench_serve
+
+    def peak(setting):
+        results = bench_serve("sd15-tiny", n_requests=6, n_checkpoints=2, setting=setting, steps=1, naive=False,
+                              workdir=tmp_path / setting.replace(",", "-"), log=lambda line: None)
+        return results[0].peak_resident_bytes
+
+    assert peak("FP32,W8A8,W4A8") <= peak("FP32")

@@ -197,16 +197,18 @@ def bench_serve(
         files[f"subject{i}"] = path
     store = CardIndex(cards)
     order = zipf_workload(n_requests, n_checkpoints, zipf, seed)
+    settings = [name.strip().upper() for name in setting.split(",") if name.strip()]  # several: requests take them in turn
     requests = [
-        GenerationRequest(PROMPT_TEMPLATES[i % len(PROMPT_TEMPLATES)].format(t=loras[k][1]), checkpoint_id=f"subject{k}", setting=setting,
-                          steps=steps, seed=seed + i, height=size, width=size)
+        GenerationRequest(PROMPT_TEMPLATES[i % len(PROMPT_TEMPLATES)].format(t=loras[k][1]), checkpoint_id=f"subject{k}",
+                          setting=settings[i % len(settings)], steps=steps, seed=seed + i, height=size, width=size)
         for i, k in enumerate(order)
     ]
     config = ServingConfig(base_model=model, device=device, memory_budget_bytes=memory_budget_bytes, quantized_dir=workdir / "quantized",
                            calibration_prompts=4, calibration_steps=max(2, steps))
     manager = PipelineManager.from_pipeline(pipe, family, config, store=store)
     log(f"{model}: {n_checkpoints} LoRA checkpoints, {n_requests} requests, Zipf {zipf}, {setting}, {steps} steps; warming up")
-    manager.generate(GenerationRequest("a photo", setting=setting, steps=steps, height=size, width=size))  # quantize + calibrate once
+    for name in settings:  # quantize + calibrate each setting once
+        manager.generate(GenerationRequest("a photo", setting=name, steps=steps, height=size, width=size))
     def every_tenth(server):
         return lambda i: log(f"{server}: {i + 1}/{len(requests)} requests") if (i + 1) % max(1, len(requests) // 10) == 0 else None
 
@@ -214,7 +216,7 @@ def bench_serve(
     if naive:
         guidance = manager.default_guidance()
         manager._detach_all()  # hand the same base weights, at the same setting, to the naive server
-        unet = manager.cache.get(f"quantized:base:{setting.upper()}:trigger") or manager.pipe.unet
+        unet = manager.cache.get(f"quantized:base:{settings[0]}:trigger") or manager.unets.full()
         if getattr(unet, "peft_config", None):
             unet.unload_lora()  # the naive server makes its own adapter per request, no slot
         naive_pipe = manager.pipe

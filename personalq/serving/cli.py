@@ -59,7 +59,7 @@ def serve_bench(
     requests: Annotated[int, typer.Option(help="Requests to replay.")] = 200,
     checkpoints: Annotated[int, typer.Option(help="LoRA checkpoints in the repository.")] = 20,
     zipf: Annotated[float, typer.Option(help="Zipf exponent of checkpoint popularity.")] = 1.1,
-    setting: Annotated[str, typer.Option(help="Bit-width setting of every request.")] = "W8A8",
+    setting: Annotated[str, typer.Option(help="Bit-width setting of every request, or several (FP32,W8A8,W4A8) that requests take in turn.")] = "W8A8",
     model: Annotated[str, typer.Option(help="sd15-random (SD 1.5 UNet, random weights), pq-nano, or any base model.")] = "pq-nano",
     steps: Annotated[int, typer.Option(help="Denoising steps per request.")] = 20,
     size: Annotated[int | None, typer.Option(help="Image height and width (default: the model's).")] = None,
