@@ -65,3 +65,15 @@ def test_bf16_really_runs_in_bf16_on_cpu(tmp_path):
     result = served.generate(GenerationRequest("a photo of a bear", setting="BF16", steps=1))
     assert result.setting == "BF16" and seen and set(seen) == {torch.bfloat16}
     assert served.pipe.text_encoder.dtype == torch.bfloat16
+
+
+def test_cli_refuses_a_setting_before_loading_any_model(monkeypatch):
+    from typer.testing import CliRunner
+
+    import personalq.serving.manager
+    from personalq.cli import app
+
+    monkeypatch.setattr(personalq.serving.manager, "load_base_pipeline", lambda *a, **k: pytest.fail("a model was loaded"))
+    result = CliRunner().invoke(app, ["generate", "a photo", "--setting", "W2A8"])
+    assert result.exit_code == 1
+    assert "unknown setting 'W2A8'; choose one of FP32, FP16, BF16, W8A8" in result.output

@@ -36,6 +36,16 @@ def generate(
         ServingError,
     )
 
+    from personalq.serving.config import resolve_device_dtype
+    from personalq.setting import get_setting
+
+    try:  # refused before any model is loaded
+        chosen = get_setting(setting, resolve_device_dtype(device, dtype)[0].type)
+        if dtype is None and not chosen.quantized:
+            dtype = chosen.dtype  # --setting BF16 alone serves in bfloat16
+        resolve_device_dtype(device, dtype)
+    except ValueError as error:
+        _fail(str(error))
     try:
         store = None
         if checkpoint:
