@@ -4,8 +4,14 @@ Importing the package turns off every telemetry channel of the libraries it uses
 them is imported, so that nothing leaves the machine by default.
 """
 
+import logging
+
 from personalq.config import disable_telemetry
 
 disable_telemetry()
+# bitsandbytes (CUDA Linear layers) warns on every import of diffusers or peft, on CPUs with AVX512-BF16,
+# that the optional `kernels` package is absent; that package would fetch a kernel from the Hub at run
+# time, which PersonalQ never wants, so the notice only alarms users.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 __version__ = "0.1.0"

@@ -159,12 +159,14 @@ def measure_setting(base_dir: Path, workdir: Path, setting: Setting, device: str
     start = time.perf_counter()
     pipe = load_setting(base_dir, workdir, setting, device)
     load_s = time.perf_counter() - start
+    step_ms = _unet_call_ms(pipe, setting.quantized, plan.unet_calls, plan.blocks)
+    rss_mb = (psutil.Process().memory_info().rss - rss_before) / 2**20  # after the calls: mapped weight files count once touched
     figures = SettingFigures(
         resident_mb=resident_bytes(pipe) / 2**20,
-        rss_mb=(psutil.Process().memory_info().rss - rss_before) / 2**20,
+        rss_mb=rss_mb,
         unet_mb=resident_bytes(pipe.unet) / 2**20,
         load_s=load_s,
-        step_ms=_unet_call_ms(pipe, setting.quantized, plan.unet_calls, plan.blocks),
+        step_ms=step_ms,
         image_s=_image_s(pipe, setting.quantized, plan.image_steps),
     )
     del pipe
