@@ -95,9 +95,10 @@ def app_assets(tmp_path_factory):
     broken = upload_dir / "broken.safetensors"
     broken.write_bytes(cat.read_bytes()[: cat.stat().st_size // 2])  # a truncated download
     from personalq.store import RepoStore
+    from personalq.store.weights import served_bases
 
     home = root / "home-with-demo"  # imported once; tests start from copies (the store keeps paths home-relative)
-    with RepoStore.open(home) as store:
+    with RepoStore.open(home, bases=served_bases(base)) as store:  # the LoRAs are validated against the tiny base
         assert sorted(store.import_dir(demo).added) == sorted(REPO)
     return {"base": base, "demo": demo, "home": home, "cat": cat, "cat_preview": upload_dir / "cat-v1.png",
             "horse": horse, "broken": broken}

@@ -35,8 +35,8 @@ def kohya_lora_sd15() -> dict[str, np.ndarray]:
         f"{prefix}_to_k.lora_down.weight": _tensor(4, 768),
         f"{prefix}_to_k.lora_up.weight": _tensor(320, 4),
         f"{prefix}_to_k.alpha": np.array(4.0, dtype=np.float16),
-        "lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down.weight": _tensor(4, 768),
-        "lora_te_text_model_encoder_layers_0_mlp_fc1.lora_up.weight": _tensor(3072, 4),
+        "lora_unet_mid_block_attentions_0_transformer_blocks_0_attn1_to_q.lora_down.weight": _tensor(4, 1280),
+        "lora_unet_mid_block_attentions_0_transformer_blocks_0_attn1_to_q.lora_up.weight": _tensor(1280, 4),
     }
 
 
@@ -48,6 +48,12 @@ def peft_lora_sdxl() -> dict[str, np.ndarray]:
         f"{prefix}.to_q.lora_A.weight": _tensor(4, 640),
         f"{prefix}.to_q.lora_B.weight": _tensor(640, 4),
     }
+
+
+def pq_nano_lora() -> dict[str, np.ndarray]:
+    """A PEFT-named UNet LoRA on PQ-Nano's first cross-attention (text 384 wide, 64 channels)."""
+    prefix = "unet.down_blocks.0.attentions.0.transformer_blocks.0.attn2"
+    return {f"{prefix}.to_k.lora_A.weight": _tensor(4, 384), f"{prefix}.to_k.lora_B.weight": _tensor(64, 4)}
 
 
 def textual_inversion_sd15() -> dict[str, np.ndarray]:
@@ -66,6 +72,13 @@ def dreambooth_sd15() -> dict[str, np.ndarray]:
         "first_stage_model.decoder.conv_in.weight": _tensor(8, 4, 3, 3),
         "cond_stage_model.transformer.text_model.embeddings.token_embedding.weight": _tensor(16, 768),
     }
+
+
+def dreambooth_pq_nano() -> dict[str, np.ndarray]:
+    """A whole PQ-Nano UNet in diffusers' layout: what a DreamBooth fine-tune of the shipped base saves."""
+    from personalq.store.weights import base_shapes
+
+    return {name: _tensor(*shape) for name, shape in base_shapes("pq-nano").unet_shapes().items()}
 
 
 def dreambooth_sdxl() -> dict[str, np.ndarray]:
@@ -177,10 +190,9 @@ def store(personalq_home, embedder):
         (peft_lora_sdxl, {"lora_adapter_metadata": json.dumps({"r": 4, "lora_alpha": 4})}, "lora", "sdxl"),
         (textual_inversion_sd15, None, "textual_inversion", "sd15"),
         (textual_inversion_sdxl, modelspec_header("stable-diffusion-xl-v1-base/textual-inversion", "<cat-ti>", "Gray cat"), "textual_inversion", "sdxl"),
-        (dreambooth_sd15, None, "dreambooth", "sd15"),
-        (dreambooth_sdxl, None, "dreambooth", "sdxl"),
+        (dreambooth_pq_nano, {"modelspec.architecture": "pq-nano"}, "dreambooth", "pq-nano"),
     ],
-    ids=["lora-kohya-sd15", "lora-peft-sdxl", "ti-sd15", "ti-sdxl-modelspec", "dreambooth-sd15", "dreambooth-sdxl"],
+    ids=["lora-kohya-sd15", "lora-peft-sdxl", "ti-sd15", "ti-sdxl-modelspec", "dreambooth-pq-nano"],
 )
 def test_each_kind_round_trips_through_the_store(store, tmp_path, embedder, build, metadata, kind, base):
     source = write_checkpoint(tmp_path / "in" / "thing.safetensors", build(), metadata)
@@ -204,6 +216,13 @@ def test_each_kind_round_trips_through_the_store(store, tmp_path, embedder, buil
     reopened.close()
 
 
+@pytest.mark.parametrize(("build", "base"), [(dreambooth_sd15, "sd15"), (dreambooth_sdxl, "sdxl")])
+def test_original_layout_dreambooth_is_recognised_by_its_shapes(store, tmp_path, build, base):
+    """Kind and base come from tensor names and widths; these partial UNets are refused on add (see test_store_weights)."""
+    found = store.read_file_metadata(write_checkpoint(tmp_path / "db.safetensors", build()))
+    assert (found["kind"], found["base_model"]) == ("dreambooth", base)
+
+
 def test_kohya_header_prefills_the_context_tuple(store, tmp_path):
     source = write_checkpoint(tmp_path / "bear.safetensors", kohya_lora_sd15(), KOHYA_HEADER)
     card = store.add(source, meta={"description": "plush bear"})
@@ -214,10 +233,10 @@ def test_kohya_header_prefills_the_context_tuple(store, tmp_path):
     assert card.category == "plush toy"
 
 
-def test_modelspec_header_prefills_and_architecture_beats_tensor_shapes(store, tmp_path):
-    # Shapes say SD 1.5 LoRA; the ModelSpec architecture says PQ-Nano, and metadata wins.
+def test_modelspec_header_prefills_and_names_the_base(store, tmp_path):
+    # Shapes alone say nothing (PQ-Nano's 384-wide text is no SD width); the ModelSpec architecture names the base.
     header = modelspec_header("pq-nano-v1/lora", "<cat-v2>, <tabby>", "Gray cat v2")
-    source = write_checkpoint(tmp_path / "cat.safetensors", kohya_lora_sd15(), header)
+    source = write_checkpoint(tmp_path / "cat.safetensors", pq_nano_lora(), header)
     card = store.add(source)
     assert (card.kind, card.base_model) == ("lora", "pq-nano")
     assert card.triggers == ["<cat-v2>", "<tabby>"] and card.trigger == "<cat-v2>"
@@ -228,7 +247,7 @@ def test_modelspec_header_prefills_and_architecture_beats_tensor_shapes(store, t
 
 def test_sidecar_wins_over_the_header(store, tmp_path):
     header = modelspec_header("stable-diffusion-v1/lora", "<from-header>", "Header title")
-    source = write_checkpoint(tmp_path / "cat.safetensors", kohya_lora_sd15(), header)
+    source = write_checkpoint(tmp_path / "cat.safetensors", peft_lora_sdxl(), header)  # the header is wrong about the base
     sidecar = tmp_path / "cat.yaml"
     sidecar.write_text(
         "id: cat-v3\ntriggers: <from-sidecar>\nsubject_types: [kitten, cat]\ndescription: from the sidecar\n"

@@ -81,7 +81,9 @@ class PersonalQService:
         self.home = Path(home) if home is not None else personalq_home()
         self.home.mkdir(parents=True, exist_ok=True)
         self.settings = settings or AppSettings.load(self.home)
-        self.store = RepoStore.open(self.home)
+        from personalq.store.weights import served_bases
+
+        self.store = RepoStore.open(self.home, bases=served_bases(self.settings.base_model))
         self.first_start_import = None
         if demo_repo is not None and Path(demo_repo).is_dir() and not self.store.cards():
             self.first_start_import = self.store.import_dir(Path(demo_repo))

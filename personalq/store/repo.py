@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -39,6 +39,7 @@ from personalq.store.errors import ConflictError, DuplicateError, ImportReport, 
 from personalq.store.images import CleanImage, clean_image, clean_image_file
 from personalq.store.metadata import check_structure, load_yaml_file, parse_json, trimmed
 from personalq.store.indexes import DenseIndex, SparseIndex
+from personalq.store.weights import BaseShapes, base_shapes, validate_weights
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
 from personalq.store.tables import (
     LIST_VALUE_FIELDS,
@@ -114,8 +115,9 @@ class _Prepared:
 class RepoStore:
     """A user's repository of personalized checkpoints: catalog, files, dense and sparse indexes."""
 
-    def __init__(self, home: Path, database_url: str, embedder: Embedder):
+    def __init__(self, home: Path, database_url: str, embedder: Embedder, bases: Mapping[str, BaseShapes] | None = None):
         self.home = home
+        self.bases = dict(bases or {})  # base name -> shapes, over the defaults: the base this owner serves
         self.database_url = database_url
         self._embedder = embedder
         # The app serves requests from worker threads; sessions are short and never shared between them.
@@ -139,17 +141,18 @@ class RepoStore:
     @classmethod
     def open(
         cls, home: Path | str | None = None, database_url: str | None = None, embedder: Embedder | None = None,
-        repair_files: bool = True,
+        repair_files: bool = True, bases: Mapping[str, BaseShapes] | None = None,
     ) -> RepoStore:
         """Open (creating if needed) the store under `home` and repair indexes that disagree with the catalog.
 
         Unless `repair_files` is False (`personalq repo check` wants to see them), files a crash left
-        without a row are removed and rows whose files are gone are dropped.
+        without a row are removed and rows whose files are gone are dropped. `bases` names the base
+        models uploads are validated against where they differ from the defaults (`weights.served_bases`).
         """
         home = Path(home).expanduser().resolve() if home is not None else personalq_home()
         home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("PERSONALQ_DATABASE_URL") or f"sqlite:///{home / 'catalog.db'}"
-        store = cls(home, url, embedder or default_embedder())
+        store = cls(home, url, embedder or default_embedder(), bases)
         if repair_files:
             store._repair_files_after_crash()
         store.repair()
@@ -374,6 +377,8 @@ class RepoStore:
             size_bytes=header.size_bytes,
         )
         self._refuse_duplicates(prepared)
+        base = self.bases.get(context.base_model or "") or base_shapes(context.base_model)
+        validate_weights(path, header.tensors, context.kind, base)
         prepared.preview_images = [clean_image_file(preview) for preview in previews]
         if not previews and (thumbnail := thumbnail_bytes(header.metadata)) is not None:
             prepared.preview_images.append(clean_image(thumbnail, "modelspec.thumbnail"))
