@@ -113,3 +113,17 @@ def test_a_point_switched_off_or_dynamic_takes_the_reference_path(reference):
         assert torch.allclose(unet_out(kernels), unet_out(reference), rtol=1e-4, atol=1e-5)
     finally:
         reference.unet.taq_state.set_mode("static")
+
+
+def test_the_same_text_is_quantized_once_and_a_new_range_or_mask_is_not_served_stale():
+    quantizer = ActivationQuantizer(8, mode="static", lo=-1.0, hi=1.0)
+    text = torch.randn(2, 7, 16)
+    keep = torch.zeros(2, 7, 1, dtype=torch.bool)
+    first = quantizer(text, keep)
+    assert quantizer(text, keep.clone()) is first, "the same text and protection: the same result, not a new one"
+    keep[0, 3] = True
+    assert torch.equal(quantizer(text, keep)[0, 3], text[0, 3]), "a new protected row is kept exact"
+    quantizer.lo, quantizer.hi = -2.0, 2.0
+    assert torch.equal(quantizer(text, keep), quantize_affine(text, *affine_params(-2.0, 2.0, 8), 8).where(~keep, text))
+    text.mul_(2)  # changed in place: recomputed
+    assert torch.equal(quantizer(text, keep), quantize_affine(text, *affine_params(-2.0, 2.0, 8), 8).where(~keep, text))
