@@ -31,7 +31,9 @@ def main() -> None:
         server_name=_env("PERSONALQ_HOST", "GRADIO_SERVER_NAME") or "0.0.0.0",
         server_port=int(_env("PORT", "PERSONALQ_PORT", "GRADIO_SERVER_PORT") or 7860),
         max_file_size=f"{service.settings.upload_limit_mb}mb",
-        allowed_paths=[str(service.home)],
+        # No allowed_paths: Gradio serves only its own cache (re-encoded images, the visitor's own uploads).
+        # The data directory is blocked as well, so no later change can expose the catalog or a checkpoint.
+        blocked_paths=[str(service.home.resolve())],
         css=CSS,
     )
 

@@ -1,8 +1,16 @@
-"""How library objects look on screen: Markdown and gallery items, no decisions."""
+"""How library objects look on screen: Markdown and gallery items, no decisions.
+
+Images reach the browser only as pixels: a stored preview is decoded (PNG, JPEG or WebP, within the
+store's pixel limit) and handed to Gradio as a PIL image, which Gradio re-encodes into its own cache
+and serves as an image. No file of the data directory is ever given to Gradio by path, so the app
+needs no `allowed_paths` and nothing a stranger uploaded reaches a visitor as anything but an image.
+"""
 
 from __future__ import annotations
 
 import functools
+import io
+from pathlib import Path
 
 from personalq.service import ChatReply, Progress
 
@@ -19,8 +27,39 @@ def no_preview():
     return tile
 
 
+def preview_image(path: Path):
+    """A stored preview as a decoded PIL image (metadata stripped), or the plain tile if it does not decode."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return no_preview()
+    return _decoded(str(path), stat.st_mtime_ns, stat.st_size) or no_preview()
+
+
+@functools.lru_cache(maxsize=512)
+def _decoded(path: str, mtime_ns: int, size: int):
+    """Keyed by modification time and size too, so a replaced file is decoded again."""
+    from PIL import Image
+
+    from personalq.store.errors import ImageRefused
+    from personalq.store.images import clean_image_file
+
+    try:
+        clean = clean_image_file(Path(path))
+    except ImageRefused:
+        return None
+    image = Image.open(io.BytesIO(clean.data))
+    image.load()
+    return image
+
+
 def thumbnail(card):
-    return str(card.previews[0]) if card.previews else no_preview()
+    return preview_image(card.previews[0]) if card.previews else no_preview()
+
+
+def preview_images(card) -> list:
+    return [preview_image(p) for p in card.previews]
 
 
 def day(moment) -> str:
@@ -62,7 +101,7 @@ CHAT_PLACEHOLDER = (
 
 
 def option_items(reply: ChatReply) -> list:
-    return [(str(o.preview) if o.preview else no_preview(), o.label) for o in reply.options]
+    return [(preview_image(o.preview) if o.preview else no_preview(), o.label) for o in reply.options]
 
 
 def progress_text(event: Progress) -> str:

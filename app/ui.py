@@ -91,7 +91,8 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                     with gr.Column(scale=2):
                         detail = gr.Markdown(elem_id="repo-detail")
                     with gr.Column(scale=2):
-                        detail_previews = gr.Gallery(label="Previews", columns=4, height=180, fit_columns=False)
+                        detail_previews = gr.Gallery(label="Previews", columns=4, height=180, fit_columns=False,
+                                                     elem_id="repo-detail-previews")
                         timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=170,
                                               allow_preview=False, fit_columns=False)
                         timeline_text = gr.Markdown(elem_id="repo-timeline")
@@ -220,7 +221,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 card, versions = service.detail(ids[evt.index])
             except (AppError, IndexError) as error:
                 return None, gr.Row(visible=False), _error(error), None, None, "", gr.Row(visible=False)
-            return (card.id, gr.Row(visible=True), render.detail_markdown(card), [str(p) for p in card.previews],
+            return (card.id, gr.Row(visible=True), render.detail_markdown(card), render.preview_images(card),
                     [(render.thumbnail(v), render.caption(v)) for v in versions], render.timeline_markdown(card, versions),
                     gr.Row(visible=False))
 

@@ -8,6 +8,7 @@ checkpoints alone. The browser test saves a screenshot per step into docs/screen
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -39,15 +40,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url(app_assets, tmp_path_factory):  # noqa: F811
-    """Start `python app.py` on a free port with a data directory that already holds the test repository."""
-    home = tmp_path_factory.mktemp("served-home")
-    shutil.copytree(app_assets["home"], home, dirs_exist_ok=True)
+@contextlib.contextmanager
+def running_app(home: Path, base: Path, **env_extra: str):
+    """`python app.py` on a free port of 127.0.0.1 over `home`; yields its URL and stops it afterwards."""
     port = _free_port()
     env = dict(os.environ, PERSONALQ_HOME=str(home), PERSONALQ_HOST="127.0.0.1", PORT=str(port),
-               PERSONALQ_BASE_MODEL=str(app_assets["base"]), PERSONALQ_STEPS=str(TINY_STEPS))
-    log = (home / "server.log").open("w")
+               PERSONALQ_BASE_MODEL=str(base), PERSONALQ_STEPS=str(TINY_STEPS), **env_extra)
+    log = (home.parent / f"{home.name}-server.log").open("w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 180
@@ -58,15 +57,31 @@ def app_url(app_assets, tmp_path_factory):  # noqa: F811
         except OSError:
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
-                pytest.fail(f"app.py did not start: {(home / 'server.log').read_text()[-2000:]}")
+                pytest.fail(f"app.py did not start: {Path(log.name).read_text()[-2000:]}")
             time.sleep(0.5)
-    yield url
-    server.terminate()
     try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    log.close()
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def served_copy(app_assets, tmp_path_factory, name: str = "served-home") -> Path:  # noqa: F811
+    """A fresh data directory holding the test repository."""
+    home = tmp_path_factory.mktemp(name)
+    shutil.copytree(app_assets["home"], home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture(scope="module")
+def app_url(app_assets, tmp_path_factory):  # noqa: F811
+    """Start `python app.py` with a data directory that already holds the test repository."""
+    with running_app(served_copy(app_assets, tmp_path_factory), app_assets["base"]) as url:
+        yield url
 
 
 def _shot(page, name: str) -> None:
