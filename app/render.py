@@ -62,18 +62,38 @@ def preview_images(card) -> list:
     return [preview_image(p) for p in card.previews]
 
 
+_MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~>:")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def literal(text) -> str:
+    """User text for a Markdown pane, shown exactly as written: never a tag, link, image or emphasis.
+
+    Descriptions, tags and triggers come from strangers' files; as Markdown they could make every
+    visitor's browser fetch a remote image or run raw HTML. Each Markdown punctuation character is
+    backslash-escaped and each HTML special character becomes an entity, so the text is inert.
+    (`nh3` cleans HTML but leaves Markdown's own `![](url)` images alone, hence this instead.)
+    """
+    return "".join(_HTML_ENTITIES.get(ch) or (f"\\{ch}" if ch in _MARKDOWN_PUNCTUATION else ch) for ch in str(text))
+
+
+def _cell(text) -> str:
+    """`literal` on one line, for a table cell."""
+    return literal(" ".join(str(text).split()))
+
+
 def day(moment) -> str:
     return moment.date().isoformat() if moment is not None else "never"
 
 
 def card_line(card) -> str:
-    """name · `trigger` · version · created date · style tags (angle brackets kept visible as code)."""
-    parts = [f"**{card.id}**", f"`{card.trigger}`"]
+    """name · trigger · version · created date · style tags, all user text literal."""
+    parts = [f"**{literal(card.id)}**", literal(card.trigger)]
     if card.version is not None:
         parts.append(f"v{card.version}")
     parts.append(f"created {day(card.created_at)}")
     if card.style_tags:
-        parts.append(", ".join(card.style_tags))
+        parts.append(literal(", ".join(card.style_tags)))
     return " · ".join(parts)
 
 
@@ -84,10 +104,10 @@ def caption(card) -> str:
 
 def reply_markdown(reply: ChatReply) -> str:
     if reply.action == "select":
-        return f"{card_line(reply.card)}\n\n_{reply.message}_"
+        return f"{card_line(reply.card)}\n\n_{literal(reply.message)}_"
     if reply.action == "clarify":
-        return f"{reply.message}\n\nClick a card below or type your answer."
-    lines = [f"Nothing in your repository fits: {reply.message}"]
+        return f"{literal(reply.message)}\n\nClick a card below or type your answer."
+    lines = [f"Nothing in your repository fits: {literal(reply.message)}"]
     if reply.nearest:
         lines.append("The nearest I have:")
         lines += [f"- {card_line(card)}" for card in reply.nearest]
@@ -114,7 +134,7 @@ def progress_text(event: Progress) -> str:
 def detail_markdown(card) -> str:
     rows = [
         ("id", card.id),
-        ("triggers", ", ".join(f"`{t}`" for t in card.triggers)),
+        ("triggers", ", ".join(card.triggers)),
         ("category", card.category),
         ("subject types", ", ".join(card.subject_types)),
         ("style tags", ", ".join(card.style_tags) or "—"),
@@ -125,17 +145,17 @@ def detail_markdown(card) -> str:
         ("kind", card.kind or "—"),
         ("base model", card.base_model or "—"),
         ("size", f"{card.size_bytes / 2**20:.2f} MiB" if card.size_bytes else "—"),
-        ("sha256", f"`{card.sha256[:16]}…`" if card.sha256 else "—"),
+        ("sha256", f"{card.sha256[:16]}…" if card.sha256 else "—"),
         ("added", card.added_at.isoformat()),
     ]
-    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
-    return f"### {card.id}\n\n{card.description}\n\n| field | value |\n|---|---|\n{table}"
+    table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
+    return f"### {literal(card.id)}\n\n{literal(card.description)}\n\n| field | value |\n|---|---|\n{table}"
 
 
 def timeline_markdown(card, versions) -> str:
-    lines = [f"**Versions of {card.category}** (oldest first)"]
+    lines = [f"**Versions of {literal(card.category)}** (oldest first)"]
     for other in versions:
         mark = "**this one**" if other.id == card.id else ""
         version = f"v{other.version}" if other.version is not None else "v?"
-        lines.append(f"- {day(other.created_at)} · {version} · {other.id} · `{other.trigger}` {mark}".rstrip())
+        lines.append(f"- {day(other.created_at)} · {version} · {literal(other.id)} · {literal(other.trigger)} {mark}".rstrip())
     return "\n".join(lines)

@@ -34,7 +34,7 @@ def _assistant(content) -> dict:
 
 
 def _error(error: Exception) -> str:
-    return f"**Sorry:** {error}"
+    return f"**Sorry:** {render.literal(error)}"
 
 
 def build_app(service: PersonalQService) -> gr.Blocks:
@@ -254,7 +254,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             try:
                 values = service.upload_form(path)
             except AppError as error:  # clear the form: values from an earlier file would be misleading
-                return *[""] * len(FORM_FIELDS), f"**Refused:** {error}"
+                return *[""] * len(FORM_FIELDS), f"**Refused:** {render.literal(error)}"
             return *[values[name] for name in FORM_FIELDS], "Read the file's metadata; check the form and save."
 
         def save(path, previews, *values):
@@ -263,7 +263,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             try:
                 card = service.upload(path, dict(zip(FORM_FIELDS, values, strict=True)), previews or [])
             except AppError as error:
-                return f"**Refused:** {error}", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
+                return f"**Refused:** {render.literal(error)}", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             cleared = [None, None, *[""] * len(FORM_FIELDS)]  # ready for the next checkpoint
             return f"**Added {card.id}** (`{card.trigger}`); ask for it in the chat.", *cleared
 

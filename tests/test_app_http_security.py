@@ -25,6 +25,8 @@ from test_app_service import TINY_STEPS, app_assets  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
+HOSTILE_DESCRIPTION = ("![](http://evil.example/md.png) <img src=http://evil.example/tag.png> "
+                       "<script>fetch('http://evil.example/js')</script> watercolor dog")
 HOSTILE_PREVIEW = b"<html><body><script>document.title='owned'</script></body></html>"
 
 
@@ -44,6 +46,8 @@ def served(app_assets, tmp_path_factory):  # noqa: F811
     home = served_copy(app_assets, tmp_path_factory, "http-home")
     (home / "settings.json").write_text(json.dumps({"steps": TINY_STEPS, "base_model": str(app_assets["base"])}))
     _add_html_preview(home, "dog-v1")
+    with sqlite3.connect(home / "catalog.db") as db:  # a stranger's description, shown in dog-v1's detail pane
+        db.execute("UPDATE checkpoint SET description = ? WHERE id = 'dog-v1'", (HOSTILE_DESCRIPTION,))
     with running_app(home, app_assets["base"]) as url:
         yield url, home
 
@@ -88,6 +92,8 @@ def _page_images(url: str) -> dict[str, list[str]]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        requested = []
+        page.on("request", lambda request: requested.append(request.url))
         page.set_default_timeout(WAIT_MS)
         expect.set_options(timeout=WAIT_MS)
         page.goto(url)
@@ -101,7 +107,10 @@ def _page_images(url: str) -> dict[str, list[str]]:
         detail = page.locator("#repo-detail-previews img")
         expect(detail).to_have_count(2)
         found["detail"] = [img.get_attribute("src") for img in detail.all()]
+        expect(page.locator("#repo-detail")).to_contain_text("![](http://evil.example/md.png)")  # shown as text
+        found["detail pane elements"] = [page.locator("#repo-detail img, #repo-detail script").count()]
         found["title"] = [page.title()]
+        found["requested"] = requested
         browser.close()
     return found
 
@@ -114,6 +123,8 @@ def test_previews_show_as_images_and_no_url_serves_catalog_chroma_settings_or_a_
     url, home = served
     shown = _page_images(url)
     assert len(shown["gallery"]) >= 3 and shown["title"] != ["owned"]
+    assert shown["detail pane elements"] == [0]
+    assert {urlsplit(u).hostname for u in shown["requested"]} == {"127.0.0.1"}, "the page fetched an outside URL"
     cache_dir = None
     for src in shown["gallery"] + shown["detail"]:
         path = urlsplit(src).path + (f"?{urlsplit(src).query}" if urlsplit(src).query else "")
