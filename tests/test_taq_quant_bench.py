@@ -40,3 +40,9 @@ def test_quantized_settings_hold_a_fraction_of_full_precision(result):
     assert settings["W8A8"]["unet_ratio"] <= 0.30 and settings["W4A8"]["unet_ratio"] <= 0.18
     assert all(settings[name]["resident_ratio"] < 1 for name, s in SETTINGS.items() if s.quantized)
     assert settings["BF16"]["unet_ratio"] == 0.5, "BF16 really holds bfloat16 weights"
+
+
+def test_kernel_times_cover_every_cpu_path():
+    times = quant_bench.kernel_times()
+    assert {"linear fp32", "linear int8 (oneDNN, W8A8)", "conv int8 (oneDNN, W8A8)", "linear int4 (quanto, W4)"} <= set(times)
+    assert all(ms > 0 for ms in times.values())

@@ -251,12 +251,18 @@ def bench_quant_command(
     device: str = typer.Option("cpu", help="cpu or cuda."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
     workdir: Optional[Path] = typer.Option(None, help="Where the base and its quantized variants are saved (default: $PERSONALQ_HOME/bench/quant/BASE)."),
+    kernels: bool = typer.Option(False, "--kernels", help="Instead: one SD 1.5-sized Linear and Conv2d product per CPU kernel, in ms."),
 ) -> None:
     """Every bit-width setting side by side in one process: resident bytes, UNet bytes, load, step and image time."""
     import json
     import sys
 
-    from personalq.eval.quant_bench import BASES, bench_quant, quant_table
+    from personalq.eval.quant_bench import BASES, bench_quant, kernel_times, quant_table
+
+    if kernels:
+        times = kernel_times()
+        typer.echo(json.dumps(times) if as_json else "\n".join(f"{name}: {ms:.2f} ms" for name, ms in times.items()))
+        return
 
     if base not in BASES:
         _fail(f"--base {base}: choose one of {', '.join(BASES)}")

@@ -206,3 +206,48 @@ def quant_table(result: dict) -> str:
         lines.append(f"| {name} | {f['resident_mb']:.1f} | {f['rss_mb']:.1f} | {f['unet_mb']:.1f} | {f['load_s']:.2f} | {f['step_ms']:.1f} | "
                      f"{f['image_s']:.2f} | {f['resident_ratio']:.3f} | {f['unet_ratio']:.3f} | {f['speed_ratio']:.3f} |")
     return "\n".join(lines)
+
+
+def _ms(fn, calls: int = 10) -> float:
+    fn()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+def kernel_times() -> dict[str, float]:
+    """Milliseconds of one product at SD 1.5 sizes per CPU path: the kernels behind each setting, alone.
+
+    Linear: 2048 tokens x 320 -> 1280 (a 32x32 feed-forward). Conv: 320 -> 320 channels, 3x3, 32x32, batch 2.
+    """
+    import torch.nn.functional as F
+    from optimum.quanto import freeze, qint4
+    from optimum.quanto import quantize as quanto_quantize
+
+    from personalq.taq.kernels import Int8Conv2d, Int8Linear
+    from personalq.taq.quantizers import ActivationQuantizer
+
+    gen = torch.Generator().manual_seed(0)
+    x, linear = torch.randn(2048, 320, generator=gen), torch.nn.Linear(320, 1280)
+    image, conv = torch.randn(2, 320, 32, 32, generator=gen), torch.nn.Conv2d(320, 320, 3, padding=1)
+    grid = ActivationQuantizer(8, mode="static", lo=-4.0, hi=4.0)
+
+    def int8(weight):
+        scale = weight.abs().amax(dim=tuple(range(1, weight.ndim))) / 127
+        return torch.round(weight / scale.reshape(-1, *([1] * (weight.ndim - 1)))).to(torch.int8), scale
+
+    int8_linear, int8_conv = Int8Linear(*int8(linear.weight.data), linear.bias, grid), Int8Conv2d(conv, *int8(conv.weight.data), grid)
+    int4_linear = torch.nn.Sequential(torch.nn.Linear(320, 1280))
+    quanto_quantize(int4_linear, weights=qint4)
+    freeze(int4_linear)
+    with torch.no_grad():
+        return {
+            "linear fp32": _ms(lambda: linear(x)),
+            "linear bf16": _ms(lambda: F.linear(x.bfloat16(), linear.weight.bfloat16())),
+            "linear int8 (oneDNN, W8A8)": _ms(lambda: int8_linear(x)),
+            "linear int4 (quanto, W4)": _ms(lambda: int4_linear(x)),
+            "conv fp32": _ms(lambda: conv(image)),
+            "conv bf16": _ms(lambda: F.conv2d(image.bfloat16(), conv.weight.bfloat16(), padding=1)),
+            "conv int8 (oneDNN, W8A8)": _ms(lambda: int8_conv(image)),
+        }
