@@ -5,7 +5,8 @@ from the bundled demo repository, and images come from the shipped PQ-Nano model
 environment variables: PERSONALQ_HOST (else GRADIO_SERVER_NAME, else 0.0.0.0, what Spaces
 expects), PORT or PERSONALQ_PORT (else GRADIO_SERVER_PORT, else 7860), PERSONALQ_HOME,
 PERSONALQ_BASE_MODEL, PERSONALQ_CHECKIN_LLM, PERSONALQ_MEMORY_BUDGET_MB, PERSONALQ_UPLOAD_LIMIT_MB,
-PERSONALQ_STEPS; an LLM backend's keys under the names LiteLLM reads.
+PERSONALQ_STEPS; an LLM backend's keys under the names LiteLLM reads. For a public deploy:
+PERSONALQ_ADMIN_TOKEN (uploads, removals and settings then need this token) and PERSONALQ_UPLOADS=off.
 """
 
 from __future__ import annotations

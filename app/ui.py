@@ -44,6 +44,9 @@ def build_app(service: PersonalQService) -> gr.Blocks:
     # Generated images pile up in Gradio's cache; drop those older than a day, checking hourly.
     with gr.Blocks(title="PersonalQ", delete_cache=(3600, 86400)) as demo:
         gr.Markdown("## PersonalQ — your personalized checkpoints, picked by chat and served quantized")
+        # Server-wide changes (upload, removal, settings) need this when PERSONALQ_ADMIN_TOKEN is set.
+        admin_token = gr.Textbox(label="Admin token (needed to upload, remove or change settings)", type="password",
+                                 visible=service.access.locked, elem_id="admin-token")
         with gr.Tabs():
             # ------------------------------------------------------------------ chat
             with gr.Tab("Chat", id="chat"):
@@ -105,7 +108,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 listing = [gallery, shown_ids, repo_status, category, style]
 
             # ------------------------------------------------------------------ upload
-            with gr.Tab("Upload", id="upload"):
+            with gr.Tab("Upload", id="upload", visible=service.access.uploads_enabled):
                 checkpoint_file = gr.File(label=f"Checkpoint (.safetensors, at most {limit_mb} MiB)",
                                           file_types=[".safetensors"], type="filepath", elem_id="upload-file")
                 preview_files = gr.File(label="Preview images", file_count="multiple", file_types=["image"],
@@ -228,9 +231,9 @@ def build_app(service: PersonalQService) -> gr.Blocks:
         def ask_removal(checkpoint_id):
             return gr.Row(visible=True), f"Remove **{checkpoint_id}** and its files? This cannot be undone."
 
-        def remove(checkpoint_id, *filter_values):
+        def remove(checkpoint_id, token, *filter_values):
             try:
-                service.remove(checkpoint_id)
+                service.remove(checkpoint_id, token=token)
                 note = f"Removed {checkpoint_id}."
             except AppError as error:
                 note = _error(error)
@@ -245,7 +248,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                        [chosen_id, detail_row, detail, detail_previews, timeline, timeline_text, confirm_row], **detail_events)
         remove_button.click(ask_removal, [chosen_id], [confirm_row, confirm_text], **detail_events)
         cancel_button.click(lambda: gr.Row(visible=False), None, [confirm_row], **detail_events)
-        confirm_button.click(remove, [chosen_id, *filters], [confirm_row, detail_row, chosen_id, *listing], **detail_events)
+        confirm_button.click(remove, [chosen_id, admin_token, *filters], [confirm_row, detail_row, chosen_id, *listing], **detail_events)
 
         # ---------------------------------------------------------------------- upload handlers
         def prefill(path):
@@ -257,32 +260,32 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 return *[""] * len(FORM_FIELDS), f"**Refused:** {render.literal(error)}"
             return *[values[name] for name in FORM_FIELDS], "Read the file's metadata; check the form and save."
 
-        def save(path, previews, *values):
+        def save(path, previews, token, *values):
             if not path:
                 return "**Refused:** choose a .safetensors file first", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             try:
-                card = service.upload(path, dict(zip(FORM_FIELDS, values, strict=True)), previews or [])
+                card = service.upload(path, dict(zip(FORM_FIELDS, values, strict=True)), previews or [], token=token)
             except AppError as error:
                 return f"**Refused:** {render.literal(error)}", *[NO_CHANGE()] * (2 + len(FORM_FIELDS))
             cleared = [None, None, *[""] * len(FORM_FIELDS)]  # ready for the next checkpoint
             return f"**Added {card.id}** (`{card.trigger}`); ask for it in the chat.", *cleared
 
         checkpoint_file.upload(prefill, [checkpoint_file], [*form_boxes, upload_status], **private)
-        save_upload.click(save, [checkpoint_file, preview_files, *form_boxes],
+        save_upload.click(save, [checkpoint_file, preview_files, admin_token, *form_boxes],
                           [upload_status, checkpoint_file, preview_files, *form_boxes], **private)
 
         # ---------------------------------------------------------------------- settings handlers
-        def store_settings(base_model_, llm_model_, budget_, upload_limit_, steps_):
+        def store_settings(token, base_model_, llm_model_, budget_, upload_limit_, steps_):
             try:
-                saved = service.save_settings(base_model=base_model_, llm_model=llm_model_, memory_budget_mb=budget_,
+                saved = service.save_settings(token=token, base_model=base_model_, llm_model=llm_model_, memory_budget_mb=budget_,
                                               upload_limit_mb=upload_limit_, steps=steps_)
-            except SettingsError as error:
+            except (SettingsError, AppError) as error:
                 return _error(error), NO_CHANGE(), NO_CHANGE()
             note = "**Saved.** A new base model or budget applies to the next image; a larger upload limit after a restart."
             limit = gr.File(label=f"Checkpoint (.safetensors, at most {saved.upload_limit_mb} MiB)")
             return note, llm_key_status(saved.llm_model), limit
 
-        save_settings.click(store_settings, [base_model, llm_model, budget, upload_limit, default_steps],
+        save_settings.click(store_settings, [admin_token, base_model, llm_model, budget, upload_limit, default_steps],
                             [settings_status, key_status, checkpoint_file], **private)
 
         # ---------------------------------------------------------------------- API for gradio_client
@@ -313,6 +316,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
             api_file = gr.File(label="checkpoint", type="filepath")
             api_previews = gr.File(label="previews", file_count="multiple", type="filepath")
             api_meta, api_card = gr.JSON(label="metadata"), gr.JSON(label="card")
+            api_token = gr.Textbox(label="token")
             api_generate, api_upload = gr.Button(), gr.Button()
 
         def api_generate_fn(prompt, checkpoint_id, setting, taq, steps, guidance, seed, request: gr.Request):
@@ -324,19 +328,21 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 raise gr.Error(str(error)) from None
             return drawn.image, drawn.to_dict()
 
-        def api_upload_fn(checkpoint, previews, metadata):
-            """Add a .safetensors checkpoint with optional previews and metadata (context-tuple keys)."""
+        def api_upload_fn(checkpoint, previews, metadata, token):
+            """Add a .safetensors checkpoint with optional previews and metadata (context-tuple keys).
+
+            `token`: the admin token, where the server sets PERSONALQ_ADMIN_TOKEN."""
             if not checkpoint:
                 raise gr.Error("send a .safetensors file")
             try:
-                card = service.upload(checkpoint, metadata or {}, previews or [])
+                card = service.upload(checkpoint, metadata or {}, previews or [], token=token)
             except AppError as error:
                 raise gr.Error(str(error)) from None
             return {"id": card.id, "trigger": card.trigger, "version": card.version, "category": card.category}
 
         api_generate.click(api_generate_fn, [api_prompt, api_checkpoint, api_setting, api_taq, api_steps, api_guidance,
                                              api_seed], [api_image, api_info], api_name="generate")
-        api_upload.click(api_upload_fn, [api_file, api_previews, api_meta], [api_card], api_name="upload")
+        api_upload.click(api_upload_fn, [api_file, api_previews, api_meta, api_token], [api_card], api_name="upload")
 
         def forget(request: gr.Request):
             service.end_session(request.session_hash)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from personalq.config import ASSETS_DIR, personalq_home
+from personalq.service.access import AccessDenied, AccessPolicy
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
 from personalq.service.settings import AppSettings
 from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS, quantized_names
@@ -75,9 +76,10 @@ class PersonalQService:
     """Store, Check-in and serving for one app process, plus every browser session's chat state."""
 
     def __init__(self, home: Path | None = None, settings: AppSettings | None = None, demo_repo: Path | None = DEMO_REPO,
-                 max_sessions: int = 1000):
+                 max_sessions: int = 1000, access: AccessPolicy | None = None):
         from personalq.store import RepoStore
 
+        self.access = access or AccessPolicy.from_env()
         self.home = Path(home) if home is not None else personalq_home()
         self.home.mkdir(parents=True, exist_ok=True)
         self.settings = settings or AppSettings.load(self.home)
@@ -305,7 +307,8 @@ class PersonalQService:
             versions = self.store.list(category=card.category)
         return card, sorted(versions, key=lambda c: (c.created_at, c.version or 0))
 
-    def remove(self, checkpoint_id: str) -> None:
+    def remove(self, checkpoint_id: str, token: str | None = None) -> None:
+        self._allow(self.access.check_admin, token, "removing a checkpoint")
         with self._lock:
             self._get(checkpoint_id)
             self.store.remove(checkpoint_id)
@@ -319,6 +322,13 @@ class PersonalQService:
         except KeyError:
             raise AppError(f"no checkpoint {checkpoint_id!r} in the repository") from None
 
+    @staticmethod
+    def _allow(check: Callable[..., None], *args) -> None:
+        try:
+            check(*args)
+        except AccessDenied as error:
+            raise AppError(str(error)) from None
+
     # --- upload -------------------------------------------------------------------------------------
 
     def check_upload_size(self, path: Path) -> None:
@@ -330,6 +340,8 @@ class PersonalQService:
         """The upload form prefilled from the file's header and its sidecar, as editable text."""
         from personalq.store import StoreError
 
+        if not self.access.uploads_enabled:  # not even the header is parsed
+            raise AppError("uploads are turned off on this server")
         self.check_upload_size(path)
         try:
             meta = self.store.read_file_metadata(Path(path))
@@ -337,10 +349,11 @@ class PersonalQService:
             raise AppError(_one_line(error)) from None
         return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
 
-    def upload(self, path: Path, form: dict[str, Any], previews: list[Path] = ()):
+    def upload(self, path: Path, form: dict[str, Any], previews: list[Path] = (), token: str | None = None):
         """Validate, store and index at once; a refusal leaves the store as it was."""
         from personalq.store import StoreError
 
+        self._allow(self.access.check_upload, token)
         path = Path(path)
         if path.suffix.lower() != ".safetensors":
             raise AppError(f"{path.name}: only .safetensors checkpoints are accepted (pickle formats can run code)")
@@ -354,8 +367,9 @@ class PersonalQService:
 
     # --- settings -----------------------------------------------------------------------------------
 
-    def save_settings(self, **values) -> AppSettings:
+    def save_settings(self, token: str | None = None, **values) -> AppSettings:
         """Persist new settings; a changed base model or budget restarts serving on the next request."""
+        self._allow(self.access.check_admin, token, "changing settings")
         new = AppSettings.from_values(**{**self.settings.__dict__, **values})
         new.save(self.home)
         with self._lock:
