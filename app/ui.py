@@ -328,7 +328,7 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 raise gr.Error(str(error)) from None
             return drawn.image, drawn.to_dict()
 
-        def api_upload_fn(checkpoint, previews, metadata, token):
+        def api_upload_fn(checkpoint, previews, metadata, token: str | None = None):
             """Add a .safetensors checkpoint with optional previews and metadata (context-tuple keys).
 
             `token`: the admin token, where the server sets PERSONALQ_ADMIN_TOKEN."""
