@@ -76,3 +76,12 @@ def test_bench_serve_switching_settings_peaks_no_higher_than_full_precision_alon
         return results[0].peak_resident_bytes
 
     assert peak("FP32,W8A8,W4A8") <= peak("FP32")
+
+
+def test_a_snapshot_left_by_an_earlier_server_is_not_trusted(tmp_path):
+    other = PipelineManager.from_pipeline(tiny_sd15_pipeline(1), "sd15", ServingConfig(quantized_dir=tmp_path / "q", calibration_prompts=2, calibration_steps=1))
+    draw(other, "W8A8")  # leaves a snapshot of seed 1's weights
+    served = manager(tmp_path)  # seed 0, same folder
+    fp32_image, _ = draw(served, "FP32")
+    draw(served, "W4A8")
+    assert np.array_equal(draw(served, "FP32")[0], fp32_image)

@@ -36,6 +36,7 @@ class UnetVariants:
         self.snapshot_dir = Path(variants_dir) / SNAPSHOT
         self.calibration_prompts, self.calibration_steps = calibration_prompts, calibration_steps
         self.device, self.dtype = pipe.unet.device, pipe.unet.dtype
+        self._snapshot_written = False  # written once per server: a snapshot left by an earlier run may be of other weights
         self.allowance = resident_bytes(pipe.unet)
         """Bytes the UNets may hold together when no budget is set: one full-precision UNet's."""
         cache.put(FULL, "unet", pipe.unet)
@@ -73,14 +74,16 @@ class UnetVariants:
 
     def forget(self, entry: ResidentEntry) -> None:
         """An entry left the cache: write the full-precision UNet to disk first, so FP32 can come back."""
-        if entry.name == FULL and not (self.snapshot_dir / "config.json").exists():
+        if entry.name == FULL and not self._snapshot_written:
             unet = entry.value
             if getattr(unet, "peft_config", None):
                 unet.unload_lora()  # the adapter slot is rebuilt on the UNet read back
             tmp = self.snapshot_dir.with_name(self.snapshot_dir.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             unet.save_pretrained(tmp, safe_serialization=True)
+            shutil.rmtree(self.snapshot_dir, ignore_errors=True)
             os.replace(tmp, self.snapshot_dir)
+            self._snapshot_written = True
 
     def _float_copy(self, source_unet):
         """The UNet to quantize: the base UNet itself when it must be dropped anyway (no second copy), else a copy."""
