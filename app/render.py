@@ -97,9 +97,10 @@ def card_line(card) -> str:
     return " · ".join(parts)
 
 
-def caption(card) -> str:
+def caption(card, broken: str | None = None) -> str:
+    """Gallery caption (plain text); a checkpoint marked broken says so."""
     version = f" · v{card.version}" if card.version is not None else ""
-    return f"{card.id} · {card.trigger}{version} · {day(card.created_at)}"
+    return f"{card.id} · {card.trigger}{version} · {day(card.created_at)}" + (" · BROKEN" if broken else "")
 
 
 def reply_markdown(reply: ChatReply) -> str:
@@ -131,7 +132,9 @@ def progress_text(event: Progress) -> str:
     return f"*{what}…*"
 
 
-def detail_markdown(card) -> str:
+def detail_markdown(card, broken: str | None = None) -> str:
+    """The card's fields; a checkpoint marked broken shows why, above everything else."""
+    warning = f"**Broken:** {literal(broken)} (not rendered until a fixed file is added again)\n\n" if broken else ""
     rows = [
         ("id", card.id),
         ("triggers", ", ".join(card.triggers)),
@@ -149,7 +152,7 @@ def detail_markdown(card) -> str:
         ("added", card.added_at.isoformat()),
     ]
     table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
-    return f"### {literal(card.id)}\n\n{literal(card.description)}\n\n| field | value |\n|---|---|\n{table}"
+    return f"### {literal(card.id)}\n\n{warning}{literal(card.description)}\n\n| field | value |\n|---|---|\n{table}"
 
 
 def timeline_markdown(card, versions) -> str:

@@ -216,7 +216,8 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 cards = service.repository(category_, style_, created_from_, created_to_, search_)
             except AppError as error:
                 return NO_CHANGE(), NO_CHANGE(), _error(error), *choices
-            items = [(render.thumbnail(c), render.caption(c)) for c in cards]
+            broken = service.broken()
+            items = [(render.thumbnail(c), render.caption(c, broken.get(c.id))) for c in cards]
             return items, [c.id for c in cards], f"{len(cards)} checkpoint(s)", *choices
 
         def show_detail(ids, evt: gr.SelectData):
@@ -224,7 +225,8 @@ def build_app(service: PersonalQService) -> gr.Blocks:
                 card, versions = service.detail(ids[evt.index])
             except (AppError, IndexError) as error:
                 return None, gr.Row(visible=False), _error(error), None, None, "", gr.Row(visible=False)
-            return (card.id, gr.Row(visible=True), render.detail_markdown(card), render.preview_images(card),
+            return (card.id, gr.Row(visible=True), render.detail_markdown(card, service.broken().get(card.id)),
+                    render.preview_images(card),
                     [(render.thumbnail(v), render.caption(v)) for v in versions], render.timeline_markdown(card, versions),
                     gr.Row(visible=False))
 

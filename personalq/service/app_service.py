@@ -307,6 +307,11 @@ class PersonalQService:
             versions = self.store.list(category=card.category)
         return card, sorted(versions, key=lambda c: (c.created_at, c.version or 0))
 
+    def broken(self) -> dict[str, str]:
+        """Checkpoints that failed to attach or render (id -> reason); serving refuses them until re-added."""
+        with self._lock:
+            return self.store.broken()
+
     def remove(self, checkpoint_id: str, token: str | None = None) -> None:
         self._allow(self.access.check_admin, token, "removing a checkpoint")
         with self._lock:

@@ -79,6 +79,13 @@ def _file_of(card) -> Path:
     return path
 
 
+def _finite(card, tensors: dict[str, torch.Tensor]) -> None:
+    """A NaN or infinite weight renders a black or garbage image (quantizers even hide the NaN): refuse it."""
+    bad = next((key for key, value in tensors.items() if value.is_floating_point() and not torch.isfinite(value).all()), None)
+    if bad is not None:
+        raise ServingError(f"checkpoint {card.id}: {bad} holds NaN or infinite values")
+
+
 def _lora_rank(state_dict: dict[str, torch.Tensor]) -> int:
     ranks = [v.shape[0] for k, v in state_dict.items() if k.endswith(("lora.down.weight", "lora_A.weight"))]
     if not ranks:
@@ -101,6 +108,7 @@ def load_lora(card, pipe, device, dtype) -> LoraPayload:
 
     has_triggers = any(k.startswith(TRIGGER_KEY_PREFIX) for k in state_dict)
     embeddings = read_trigger_embeddings(path) if has_triggers else {}
+    _finite(card, {**unet_state, **embeddings})
     return LoraPayload(
         checkpoint_id=card.id,
         unet_state_dict=unet_state,
@@ -141,6 +149,7 @@ def load_dreambooth(card, pipe, device, dtype, single_file_config=None) -> Dream
         from safetensors.torch import load_file
 
         state = load_file(str(path))
+        _finite(card, state)
         if any(key.startswith("model.diffusion_model.") for key in state):
             if single_file_config is None:
                 raise ServingError(f"checkpoint {card.id}: an original-layout checkpoint needs `single_file_config` (a local diffusers folder of this base)")
@@ -199,6 +208,7 @@ def load_textual_inversion(card, pipe, device, dtype) -> TextualInversionPayload
         embeddings = {"text_encoder": next(iter(state.values()))}
     else:
         raise ServingError(f"checkpoint {card.id}: {path.name} holds {len(state)} tensors, expected one embedding")
+    _finite(card, embeddings)
     return TextualInversionPayload(card.id, {k: v.to(device, dtype) for k, v in embeddings.items()})
 
 

@@ -68,6 +68,11 @@ def resolve_setting(name: str, device: torch.device, dtype: torch.dtype) -> Sett
     return setting
 
 
+def _not_the_checkpoints_fault(error: BaseException) -> bool:
+    """A memory budget too small for it says nothing about the checkpoint itself."""
+    return isinstance(error, MemoryError) or isinstance(error.__context__, MemoryError)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "base"
 
@@ -155,13 +160,16 @@ class PipelineManager:
                 triggers = self._switch(card, setting.name, quantized, request.taq, progress)
                 switched = time.perf_counter()
                 image, protected = self._run(request, card, triggers, quantized and request.taq, progress, cancel)
-            except ServingError:
+            except RequestCancelled:
                 self._detach_all()
                 raise
             except Exception as error:
                 self._detach_all()
-                what = f"checkpoint {card.id}" if card is not None else "generation"
-                raise ServingError(f"{what}: {type(error).__name__}: {one_line(error)}") from error
+                if card is not None and not _not_the_checkpoints_fault(error):
+                    raise self._broken(card, error) from error
+                if isinstance(error, ServingError):
+                    raise
+                raise ServingError(f"generation: {type(error).__name__}: {one_line(error)}") from error
             finally:
                 self.cache.release()
             if card is not None and hasattr(self.store, "mark_used"):
@@ -194,12 +202,31 @@ class PipelineManager:
             raise ServingError(f"checkpoint {checkpoint_id}: {one_line(error)}") from None
         if card is None:
             raise ServingError(f"checkpoint {checkpoint_id}: not in the store")
+        reason = self._broken_reasons().get(card.id)
+        if reason is not None:
+            raise ServingError(f"checkpoint {card.id} is marked broken ({reason}); re-add a fixed file to use it again")
         wanted = base_family(card.base_model)
         if wanted is not None and wanted != self.family:
             raise ServingError(
                 f"checkpoint {card.id} was made for base model {card.base_model}, but {self.family} is loaded"
             )
         return card
+
+    def _broken_reasons(self) -> dict[str, str]:
+        broken = getattr(self.store, "broken", None)
+        return broken() if callable(broken) else {}
+
+    def _broken(self, card, error: Exception) -> ServingError:
+        """Mark the checkpoint broken in the store (it is not tried again until fixed); the request's error."""
+        reason = one_line(error) if isinstance(error, ServingError) else f"{type(error).__name__}: {one_line(error)}"
+        reason = reason.removeprefix(f"checkpoint {card.id}: ")
+        mark = getattr(self.store, "mark_broken", None)
+        if callable(mark):
+            try:
+                mark(card.id, reason)
+            except Exception as failure:  # noqa: BLE001 (the request's own error is what the user must see)
+                logger.warning("could not mark %s broken: %s", card.id, failure)
+        return ServingError(f"checkpoint {card.id}: {reason} (marked broken: not tried again until fixed)")
 
     def _payload(self, card):
         kind = card.kind or "lora"
@@ -314,13 +341,14 @@ class PipelineManager:
             raise ServingError(f"checkpoint {card.id}: {error}") from None
 
     def _detach_all(self) -> None:
-        """Back to the plain base after a failure, so the next request starts from a known state."""
-        self.slots.clear()
+        """Back to the plain base after a failure: the adapter slot a failed load may have half-filled is
+        removed from every UNet involved (not just disabled), so no layer, hook or config is left behind."""
+        self.slots.reset()
+        for unet in {id(u): u for u in (self.pipe.unet, self._shared.get("unet")) if u is not None}.values():
+            if hasattr(unet, "unload_lora"):  # also when a load failed after injecting layers but before its config
+                unet.unload_lora()
+            unet._pq_lora_id, unet._pq_slot_rank, unet._pq_adapters_on = None, 0, False
         self.pipe.register_modules(**self._shared)
-        unet = self.pipe.unet
-        if getattr(unet, "_pq_adapters_on", False):
-            unet.disable_adapters()
-            unet._pq_adapters_on = False
         self._attached = None
 
     def _forget(self, entry: ResidentEntry) -> None:
@@ -385,6 +413,9 @@ class PipelineManager:
         def on_step_end(pipe, step: int, timestep, callback_kwargs):
             if cancel is not None and cancel.is_set():
                 raise RequestCancelled(f"cancelled at step {step + 1} of {request.steps}")
+            latents = callback_kwargs.get("latents")
+            if latents is not None and not torch.isfinite(latents).all():  # else a black image, "successfully"
+                raise ServingError(f"the image became NaN or infinite at step {step + 1} of {request.steps}")
             if progress:
                 progress(step + 1, request.steps, "denoising")
             return callback_kwargs

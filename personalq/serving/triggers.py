@@ -60,6 +60,14 @@ class TriggerSlots:
         self.active.clear()
         self._second_encoder = False
 
+    def reset(self) -> None:
+        """`clear`, and zero every slot row as when the slots were made: after a failed checkpoint its
+        vectors (NaN, perhaps) stay nowhere in the base's embedding tables."""
+        self.clear()
+        with torch.no_grad():
+            for encoder_name, encoder in self._encoders.items():
+                encoder.get_input_embeddings().weight[self._ids[encoder_name]] = 0
+
     def rewrite(self, prompt: str) -> tuple[str, str]:
         """(prompt for encoder 1, prompt for encoder 2): active triggers replaced by their placeholders.
 

@@ -43,13 +43,14 @@ from personalq.store.weights import BaseShapes, base_shapes, validate_weights
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
 from personalq.store.tables import (
     LIST_VALUE_FIELDS,
+    BrokenCheckpoint,
     CheckpointRow,
     CheckpointValue,
     DescriptionEmbedding,
     StoreRevision,
 )
 
-_TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, StoreRevision, DescriptionEmbedding)]
+_TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, BrokenCheckpoint, StoreRevision, DescriptionEmbedding)]
 _SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
 _PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _BATCH = 512
@@ -710,6 +711,25 @@ class RepoStore:
                     raise
         return self.get(checkpoint_id)
 
+    def mark_broken(self, checkpoint_id: str, reason: str) -> None:
+        """Record why a checkpoint failed to attach or render; serving refuses it until it is fixed."""
+        with Session(self._engine) as session:
+            if session.get(CheckpointRow, checkpoint_id) is None:
+                raise KeyError(checkpoint_id)
+            session.merge(BrokenCheckpoint(checkpoint_id=checkpoint_id, reason=one_line(reason), since=_now()))
+            session.commit()
+
+    def clear_broken(self, checkpoint_id: str) -> None:
+        """Serve the checkpoint again (its file was fixed in place, or the base model changed)."""
+        with Session(self._engine) as session:
+            session.exec(delete(BrokenCheckpoint).where(BrokenCheckpoint.checkpoint_id == checkpoint_id))
+            session.commit()
+
+    def broken(self) -> dict[str, str]:
+        """Checkpoint id -> the one-line reason it is marked broken."""
+        with Session(self._engine) as session:
+            return dict(session.exec(select(BrokenCheckpoint.checkpoint_id, BrokenCheckpoint.reason)).all())
+
     def mark_used(self, checkpoint_id: str, when: datetime | None = None) -> None:
         """Record a use (default: now), which requests like "the one I used yesterday" rely on."""
         with Session(self._engine) as session:
@@ -734,6 +754,7 @@ class RepoStore:
         """Drop catalog rows and their vectors (a vector left by a failure is dropped on the next open)."""
         with Session(self._engine) as session:
             session.exec(delete(CheckpointValue).where(col(CheckpointValue.checkpoint_id).in_(list(checkpoint_ids))))
+            session.exec(delete(BrokenCheckpoint).where(col(BrokenCheckpoint.checkpoint_id).in_(list(checkpoint_ids))))
             session.exec(delete(CheckpointRow).where(col(CheckpointRow.id).in_(list(checkpoint_ids))))
             self._bump(session)
             session.commit()

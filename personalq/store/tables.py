@@ -50,6 +50,20 @@ class CheckpointValue(SQLModel, table=True):
     value: str = Field(index=True)
 
 
+class BrokenCheckpoint(SQLModel, table=True):
+    """A checkpoint that failed while attaching or rendering: not served again until it is fixed.
+
+    Its own table (not a column), so stores made before it gain it without a migration; removing the
+    checkpoint (and so re-adding a fixed file) drops the mark.
+    """
+
+    __tablename__ = "broken_checkpoint"
+
+    checkpoint_id: str = Field(foreign_key="checkpoint.id", primary_key=True)
+    reason: str
+    since: datetime
+
+
 class StoreRevision(SQLModel, table=True):
     """A counter bumped in the same transaction as every catalog change, so caches can tell."""
 
