@@ -15,6 +15,7 @@ from pathlib import Path
 from personalq.service import ChatReply, Progress
 
 THUMB = 256
+PREVIEW_MAX_SIDE = 512
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,7 +51,7 @@ def _decoded(path: str, mtime_ns: int, size: int):
     except ImageRefused:
         return None
     image = Image.open(io.BytesIO(clean.data))
-    image.load()
+    image.thumbnail((PREVIEW_MAX_SIDE, PREVIEW_MAX_SIDE))  # bounds what the cache holds: 512 entries of at most 1 MiB
     return image
 
 

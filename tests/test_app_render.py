@@ -57,3 +57,24 @@ def test_hostile_user_text_renders_as_inert_text(pane):
 def test_the_text_reads_back_exactly_as_written():
     html = _html(render.detail_markdown(_card(description="a_b *c* <d> 2025-04-01 ![x](y)")))
     assert "<p>a_b *c* &lt;d&gt; 2025-04-01 ![x](y)</p>" in html
+
+
+def test_previews_reach_gradio_only_as_decoded_bounded_pixels(tmp_path):
+    """HTML or a pixel bomb stored as a preview becomes the plain tile; a real image is re-decoded and bounded."""
+    from PIL import Image, PngImagePlugin
+
+    html = tmp_path / "0.png"
+    html.write_bytes(b"<html><script>alert(1)</script></html>")
+    bomb = tmp_path / "1.png"
+    Image.new("1", (20000, 20000)).save(bomb)  # a few KiB on disk, 400 megapixels decoded
+    big = tmp_path / "2.png"
+    info = PngImagePlugin.PngInfo()
+    info.add_text("comment", "<script>alert(1)</script>")
+    Image.new("RGB", (2000, 1000), "#b45309").save(big, pnginfo=info)
+
+    assert render.preview_image(html) is render.no_preview()
+    assert render.preview_image(bomb) is render.no_preview()
+    assert render.preview_image(tmp_path / "missing.png") is render.no_preview()
+    shown = render.preview_image(big)
+    assert max(shown.size) == render.PREVIEW_MAX_SIDE and shown.getpixel((10, 10)) == (0xb4, 0x53, 0x09)
+    assert "comment" not in shown.info
