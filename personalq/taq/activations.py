@@ -164,7 +164,7 @@ def install_activation_quantizers(
     kv_layers = {id(layer) for attn in cross.values() for proj in (attn.to_k, attn.to_v) for layer in (proj, getattr(proj, "base_layer", None)) if layer is not None}
 
     def make(name: str, kind: str = "linear", active: bool = True) -> ActivationQuantizer:
-        quantizer = ActivationQuantizer(config.a_bits, kind, mode if active else "off")
+        quantizer = ActivationQuantizer(config.a_bits, kind, mode if active else "off", clip_percentile=config.clip_percentile)
         if active:
             state.quantizers[name] = quantizer
         return quantizer

@@ -25,7 +25,8 @@ class QuantConfig:
     other activation uses the affine grid. `protect` names what stays full precision in the
     cross-attention: the trigger span, the start token (BOS), both, or nothing (plain PTQ).
     `calibration="static"` stores activation ranges collected over calibration prompts and
-    timesteps; "dynamic" measures them on every call.
+    timesteps; "dynamic" measures them on every call. `clip_percentile` below 100 clips static ranges to
+    that percentile of the unprotected entries (averaged over calibration calls) instead of min/max.
     """
 
     w_bits: int = 8
@@ -33,6 +34,7 @@ class QuantConfig:
     quantizer: str = "linear"
     protect: str = "trigger"
     calibration: str = "static"
+    clip_percentile: float = 100.0
 
     def __post_init__(self):
         if self.w_bits not in WEIGHT_BITS:

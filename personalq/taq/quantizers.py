@@ -17,6 +17,9 @@ REUSE_MAX_ELEMENTS = 1 << 18
 K/V are the same tensors at every denoising step, while larger activations change every call and would
 only be held in memory for nothing."""
 
+QUANTILE_MAX_ELEMENTS = 1 << 24
+"""Largest input torch.quantile accepts; larger activations are strided down to it before clipping."""
+
 LOG_EPS = 1e-6
 """Floor inside log(|x| + eps): exact zeros (masked softmax entries) map to ~0 rather than -inf."""
 
@@ -86,10 +89,15 @@ class ActivationQuantizer:
     out of the range, so one heavy-tailed trigger row cannot stretch the grid for every other token.
     """
 
-    def __init__(self, bits: int, kind: str = "linear", mode: str = "dynamic", lo: float | None = None, hi: float | None = None):
+    def __init__(self, bits: int, kind: str = "linear", mode: str = "dynamic", lo: float | None = None, hi: float | None = None,
+                 clip_percentile: float = 100.0):
         if kind not in ("linear", "log"):
             raise ValueError(f"unknown quantizer {kind!r}: use 'linear' or 'log'")
+        if not 50.0 < clip_percentile <= 100.0:
+            raise ValueError(f"clip_percentile={clip_percentile} must be in (50, 100]")
         self.bits, self.kind, self.mode, self.lo, self.hi = bits, kind, mode, lo, hi
+        self.clip_percentile = clip_percentile
+        self._observed_calls = 0
         self._grid_of: tuple | None = None  # (lo, hi, bits) the cached grid was computed for
         self._grid: tuple[torch.Tensor, torch.Tensor] | None = None
         self._numbers: tuple[tuple, float, int] | None = None  # (grid, scale, zero) as Python numbers
@@ -128,7 +136,35 @@ class ActivationQuantizer:
             return None
         return values.masked_fill(keep, float("inf")).min(), values.masked_fill(keep, float("-inf")).max()
 
+    def _clipped_range(self, x: torch.Tensor, keep: torch.Tensor | None) -> tuple[float, float] | None:
+        """The (100 - p)th and pth percentiles of the unprotected entries: the clipping range of one call.
+
+        Percentile clipping (as in TensorRT / Q-Diffusion-era PTQ) gives up a few outliers for a finer grid
+        over the bulk; leaving protected entries out here is what makes TAQ change calibration.
+        """
+        values = x.detach().float()
+        if self.kind == "log":
+            values = torch.log(values.abs() + LOG_EPS)
+        values = values.flatten() if keep is None else values[~keep.expand_as(values)]
+        if values.numel() == 0:
+            return None
+        if values.numel() > QUANTILE_MAX_ELEMENTS:  # torch.quantile's limit; an even stride keeps the distribution
+            values = values[:: -(-values.numel() // QUANTILE_MAX_ELEMENTS)]
+        q = torch.tensor([1.0 - self.clip_percentile / 100.0, self.clip_percentile / 100.0])
+        lo, hi = torch.quantile(values, q).tolist()
+        return lo, hi
+
     def observe(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> None:
+        """Widen the range to this call (min/max), or, when clipping, average the per-call percentile ranges."""
+        if self.clip_percentile < 100.0:
+            measured = self._clipped_range(x, keep)
+            if measured is None:
+                return
+            self._observed_calls += 1
+            n, (lo, hi) = self._observed_calls, measured
+            self.lo = lo if self.lo is None else self.lo + (lo - self.lo) / n
+            self.hi = hi if self.hi is None else self.hi + (hi - self.hi) / n
+            return
         measured = self._range(x, keep)
         if measured is None:
             return
