@@ -91,8 +91,8 @@ class CheckIn:
         base = set(snap.ids) if pool is None else pool & snap.cards.keys()
         sets = [(c, snap.matching(c)) for c in intent.constraints]
         satisfying = set(base)
-        for _, ids in sorted(sets, key=lambda s: len(s[1])):
-            satisfying &= ids
+        for c, ids in sorted(sets, key=lambda s: len(s[1])):
+            satisfying = satisfying - ids if c.excluded else satisfying & ids
         if intent.order and satisfying:
             field_name, pick = intent.order
             dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)

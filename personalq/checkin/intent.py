@@ -10,7 +10,7 @@ catalog lacks ("my giraffe"), so nothing can satisfy the request.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from personalq.checkin.timewords import find_time_phrases
@@ -40,6 +40,7 @@ class Constraint:
     start: int = -1
     end: int = -1
     exact: bool = True  # False when reached through a synonym
+    excluded: bool = False  # "not the cartoon one": the checkpoints matching it are ruled out
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Intent:
 
     @property
     def subject(self) -> Constraint | None:
-        return next((c for c in self.constraints if c.attribute == "subject"), None)
+        return next((c for c in self.constraints if c.attribute == "subject" and not c.excluded), None)
 
     def merged(self, other: Intent) -> Intent:
         """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
@@ -80,7 +81,20 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
                 tok = scan.toks[j]
                 intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
                 break
+    intent.constraints = [_with_exclusion(text, c) for c in intent.constraints]
     return intent
+
+
+_EXCLUSION = re.compile(r"\b(?:not|no|except|excluding|without|other\s+than|isn'?t|aren'?t)\b(?:\s+\w+){0,3}\s*$", re.I)
+_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue"})
+
+
+def _with_exclusion(text: str, c: Constraint) -> Constraint:
+    """A term right after a negation ("but not the cartoon one", "except watercolor") rules its
+    matches out instead of requiring them; the negation reaches back at most three words."""
+    if c.attribute not in _EXCLUDABLE or c.start < 0 or not _EXCLUSION.search(text[:c.start]):
+        return c
+    return replace(c, excluded=True)
 
 
 @dataclass
