@@ -21,8 +21,8 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
              "eighteenth", "nineteenth", "twentieth"]
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
 _VERSION = re.compile(
-    r"\bv(?:er)?\.?\s?(\d+)\b|\bversion\s+(?:number\s+)?(\d+|" + "|".join(_NUMBERS) + r")\b|\b("
-    + "|".join(_ORDINALS) + r")\s+version\b", re.I)
+    r"\bv(?:er)?\.?\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.)\s*(?:number\s+|no\.\s*)?(\d+|"
+    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:version|revision|iteration)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first)\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)

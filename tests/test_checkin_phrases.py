@@ -1,6 +1,5 @@
-"""Exclusions are constraints: "my kite but not the cartoon one" rules the cartoon kite out instead of
-dropping "not" as a stop word and selecting it. The catalog's vocabulary (kites, harps, gouache,
-meadows) appears nowhere in personalq/."""
+"""Phrase classes (exclusions, version phrasings) on a catalog whose vocabulary (kites, harps,
+gouache, meadows) appears nowhere in personalq/."""
 
 from __future__ import annotations
 
@@ -47,3 +46,10 @@ def test_a_negated_term_rules_its_matches_out(checkin, text, expected):
     result = checkin.ask(text, now=NOW)
     assert result.action == "select", (text, result.action, result.reason)
     assert result.checkpoint_id == expected, (text, result.reason)
+
+
+@pytest.mark.parametrize("text", ["kite revision 2", "my kite, number 2", "the kite rev 2", "kite version no. 2",
+                                  "the second iteration of my kite", "kite iteration two"])
+def test_every_common_version_phrasing_names_the_version(checkin, text):
+    result = checkin.ask(text, now=NOW)
+    assert (result.action, result.checkpoint_id) == ("select", "kite-b"), (text, result.reason)
