@@ -1,4 +1,4 @@
-"""`personalq repo ...` and `personalq bench store`: a thin Typer front over `RepoStore`.
+"""`personalq repo ...`: a thin Typer front over `RepoStore`.
 
 Every command prints a readable rich table by default and JSON with `--json`. A refusal prints one
 line on stderr and exits with status 1. Imports that refuse some entries still add the rest, but
@@ -257,17 +257,3 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         except OSError as error:
             _fail(f"{output}: cannot write ({error.strerror or error})")
         typer.echo(f"wrote {count} entries to {output}")
-
-    @bench_app.command("store")
-    def bench_store(
-        sizes: Annotated[str, typer.Option(help="Comma-separated catalog sizes.")] = "1000,10000",
-        as_json: JsonOption = False,
-    ) -> None:
-        """Time load-catalog, reopen, cards() and reindex on synthetic catalogs."""
-        from personalq.store.bench import run_store_bench
-
-        try:
-            counts = [int(part) for part in sizes.split(",") if part.strip()]
-        except ValueError:
-            _fail(f"--sizes: expected comma-separated integers, got {sizes!r}")
-        run_store_bench(counts, as_json=as_json)
