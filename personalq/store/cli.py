@@ -21,11 +21,17 @@ HomeOption = Annotated[
 
 
 def _open(home: Path | None, repair_files: bool = True):
+    """The repository as the app opens it (crash repair, the demo imported into an empty one, uploads
+    checked against the configured base); `repair_files=False` opens it as it is, for `repo check`."""
+    from personalq.library import open_repository, saved_settings
+    from personalq.service.settings import SettingsError
     from personalq.store import RepoStore, StoreError
 
     try:
-        return RepoStore.open(home, repair_files=repair_files)
-    except StoreError as error:
+        if not repair_files:
+            return RepoStore.open(home, repair_files=False)
+        return open_repository(home, saved_settings(home).base_model).repo
+    except (StoreError, SettingsError) as error:
         _fail(str(error))
 
 
