@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personalq.errors import PersonalQError
+
 DEVICE_TYPES = ("cpu", "cuda")
 
 
-class SettingError(ValueError):
+class SettingError(PersonalQError, ValueError):
     """A setting that does not exist or that this device cannot run; the message is the one-line reason."""
 
 

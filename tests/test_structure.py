@@ -87,3 +87,24 @@ def test_no_module_imports_one_that_imports_it_back():
 def test_benchmarks_live_only_in_eval():
     benches = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "bench" in p.stem]
     assert benches and all(path.startswith("eval/") for path in benches), benches
+
+
+def test_refusals_share_one_error_type_whose_message_is_one_line():
+    from personalq.errors import PersonalQError
+    from personalq.serving import QueueFull, RequestCancelled, ServingError
+    from personalq.setting import SettingError, get_setting
+    from personalq.store import StoreError
+    from personalq.store.errors import ImageRefused, WeightsRefused
+
+    for error in (StoreError, ImageRefused, WeightsRefused, ServingError, QueueFull, RequestCancelled, SettingError):
+        assert issubclass(error, PersonalQError), error
+    assert issubclass(StoreError, ValueError) and issubclass(SettingError, ValueError)  # as they were
+    assert not issubclass(ServingError, ValueError)  # serving's `except ValueError` must not swallow its own refusals
+    assert str(ServingError("cannot load base model 'x':\n  Traceback line\n\x00 more")) == "cannot load base model 'x': Traceback line \\0 more"
+    assert len(str(StoreError("x" * 10_000))) == 500
+    try:
+        get_setting("W2A8")
+    except PersonalQError as error:
+        assert "\n" not in str(error) and "W2A8" in str(error)
+    else:
+        raise AssertionError("W2A8 was not refused")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from personalq.cli_errors import fail
 
-def _fail(message: str, code: int = 2) -> None:
-    """One line on stderr, then exit; `bench store` and `bench serve` exit with 1, as they always have."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+# The bench commands exit with 2 on a refusal; `bench store` and `bench serve` with 1, as they always have.
+_fail = functools.partial(fail, code=2)
 
 
 def _load_model(model: str):

@@ -17,15 +17,15 @@ so both live in one safetensors file:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save
+
+from personalq.atomic_write import atomic_write
 
 TRIGGER_KEY_PREFIX = "lora_trigger_embedding."
 UNET_PREFIX = "unet."
@@ -110,18 +110,7 @@ def save_personalized_lora(
     if lora_config:
         header[LORA_ADAPTER_METADATA_KEY] = json.dumps({UNET_PREFIX + k: v for k, v in lora_config.items()}, sort_keys=True)
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=header)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shipped file from other users
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return atomic_write(Path(path), save(tensors, metadata=header))
 
 
 def read_model_spec(path: str | Path) -> ModelSpec:

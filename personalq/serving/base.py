@@ -11,8 +11,9 @@ from pathlib import Path
 
 import torch
 
+from personalq.errors import first_line
 from personalq.protocols import BaseModelLoader
-from personalq.serving.requests import ServingError, one_line
+from personalq.serving.requests import ServingError
 
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt")
 _SDXL_SINGLE_FILE_KEY = "conditioner.embedders.1."
@@ -63,7 +64,7 @@ def _load_registered(spec: str, dtype: torch.dtype):
     except ServingError:
         raise
     except Exception as error:  # a loader's own failure is still one line for the user
-        raise ServingError(f"cannot load base model {spec!r}: {one_line(error)}") from error
+        raise ServingError(f"cannot load base model {spec!r}: {first_line(error)}") from error
 
 
 def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | Path | None = None):
@@ -102,7 +103,7 @@ def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | 
     except ServingError:
         raise
     except Exception as error:  # diffusers raises many types; the user needs the one line
-        raise ServingError(f"cannot load base model {spec!r}: {one_line(error)}") from error
+        raise ServingError(f"cannot load base model {spec!r}: {first_line(error)}") from error
     if getattr(pipe, "safety_checker", None) is not None:
         pipe.safety_checker = None  # personal checkpoints of one's own subjects; the checker also needs CLIP vision weights
     return pipe, "sdxl" if isinstance(pipe, StableDiffusionXLPipeline) else "sd15"

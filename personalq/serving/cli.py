@@ -7,10 +7,7 @@ from typing import Annotated
 
 import typer
 
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
+from personalq.cli_errors import fail as _fail
 
 
 def generate(

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from personalq.errors import first_line
 from personalq.serving.base import base_family, load_base_pipeline
 from personalq.serving.cache import ResidentCache, ResidentEntry
 from personalq.serving.checkpoints import (
@@ -32,7 +33,6 @@ from personalq.serving.requests import (
     ProgressCallback,
     RequestCancelled,
     ServingError,
-    one_line,
 )
 from personalq.serving.triggers import TriggerSlots
 from personalq.serving.unets import FULL, UnetVariants
@@ -169,7 +169,7 @@ class PipelineManager:
                     raise self._broken(card, error) from error
                 if isinstance(error, ServingError):
                     raise
-                raise ServingError(f"generation: {type(error).__name__}: {one_line(error)}") from error
+                raise ServingError(f"generation: {type(error).__name__}: {first_line(error)}") from error
             finally:
                 self.cache.release()
             if card is not None and hasattr(self.store, "mark_used"):
@@ -199,7 +199,7 @@ class PipelineManager:
         except KeyError:
             card = None
         except Exception as error:  # noqa: BLE001 (any store failure is this request's reason)
-            raise ServingError(f"checkpoint {checkpoint_id}: {one_line(error)}") from None
+            raise ServingError(f"checkpoint {checkpoint_id}: {first_line(error)}") from None
         if card is None:
             raise ServingError(f"checkpoint {checkpoint_id}: not in the store")
         reason = self._broken_reasons().get(card.id)
@@ -218,7 +218,7 @@ class PipelineManager:
 
     def _broken(self, card, error: Exception) -> ServingError:
         """Mark the checkpoint broken in the store (it is not tried again until fixed); the request's error."""
-        reason = one_line(error) if isinstance(error, ServingError) else f"{type(error).__name__}: {one_line(error)}"
+        reason = first_line(error) if isinstance(error, ServingError) else f"{type(error).__name__}: {first_line(error)}"
         reason = reason.removeprefix(f"checkpoint {card.id}: ")
         mark = getattr(self.store, "mark_broken", None)
         if callable(mark):
@@ -243,7 +243,7 @@ class PipelineManager:
             except ServingError:
                 raise
             except Exception as error:
-                raise ServingError(f"checkpoint {card.id}: cannot load {kind}: {one_line(error)}") from error
+                raise ServingError(f"checkpoint {card.id}: cannot load {kind}: {first_line(error)}") from error
             self._put(name, kind, payload)
         self.cache.hold([name])
         return payload

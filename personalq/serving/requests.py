@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from personalq.errors import PersonalQError
 
-class ServingError(Exception):
+
+class ServingError(PersonalQError):
     """A request could not be served; the message is the one-line reason shown to the user."""
-
-
-def one_line(error: BaseException) -> str:
-    """An exception as one line for the user: its first message line, else its type."""
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
 
 
 class RequestCancelled(ServingError):

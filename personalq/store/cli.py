@@ -14,6 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from personalq.cli_errors import fail as _fail
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 HomeOption = Annotated[
     Optional[Path], typer.Option("--home", help="Data directory (default: $PERSONALQ_HOME or repo_store/).", show_default=False)
@@ -40,14 +42,6 @@ def _literal(value: object):
     from rich.text import Text
 
     return Text("" if value is None else str(value))
-
-
-def _fail(message: str) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error:", "red"), " ", message))
-    raise typer.Exit(1)
 
 
 def _card_json(card, home: Path) -> dict:

@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from personalq.errors import PersonalQError, one_line
 
-class StoreError(ValueError):
+__all__ = [
+    "ConflictError", "DuplicateError", "ImageRefused", "ImportReport", "MetadataRefused", "StoreError", "UnsafePathError",
+    "WeightsRefused", "one_line", "source_label",
+]
+
+
+class StoreError(PersonalQError, ValueError):
     """A refusal with a one-line reason; the store is unchanged when this is raised."""
-
-    def __init__(self, message: str):
-        super().__init__(one_line(message))
 
 
 class UnsafePathError(StoreError):
@@ -41,12 +45,6 @@ class DuplicateError(StoreError):
 
 class ConflictError(StoreError):
     """The id is taken, possibly by an add that ran at the same time in another thread or process."""
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """Collapse a message to one printable line: user text inside a reason must not add lines."""
-    flat = " ".join(str(text).replace("\x00", "\\0").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass
