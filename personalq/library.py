@@ -78,8 +78,9 @@ def open_repository(home: Path | str | None = None, base_model: str | None = Non
 
 def saved_settings(home: Path | str | None = None):
     """The app's settings for HOME: its saved `settings.json` over the environment over the defaults."""
-    # Imported here, not at the top: personalq.service's package __init__ imports its app service, which
-    # uses this module, so a top-level import would find this module half-initialised.
+    # Imported here, not at the top: AppSettings lives in personalq.service, whose package __init__ imports
+    # the app service, which is to open its repository through this module; a top-level import would then
+    # meet this module half-initialised.
     from personalq.service.settings import AppSettings
 
     return AppSettings.load(Path(home).expanduser() if home is not None else personalq_home())

@@ -64,7 +64,7 @@ def write_random_loras(pipe, directory: Path, count: int, base_model: str, rank:
 def repo_loras(directory: Path, count: int) -> list[tuple[Path, str]]:
     """The first `count` LoRA checkpoints of a folder of built checkpoints (`id.safetensors` + `id.yaml`,
     the demo repository's layout), as (path, trigger) pairs: real personalized files to replay."""
-    from personalq.store.repo import load_sidecar
+    from personalq.store.intake import load_sidecar
 
     made = []
     for sidecar in sorted(Path(directory).glob("*.yaml")):

@@ -9,48 +9,46 @@ compares Chroma with the catalog and repairs any difference.
 
 Layout under `home`: `catalog.db` (default SQLite catalog), `chroma/`, `checkpoints/<id>.safetensors`,
 `previews/<id>/<n>.<ext>`.
+
+This module decides the order of things and holds the write lock; the parts live beside it:
+`intake` (checks before anything is written), `catalog` (SQL rows, revision, embedding cache),
+`files` (checkpoint and preview files), `indexes` (Chroma and BM25), `consistency` (files vs rows).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, insert, or_
+from filelock import FileLock, Timeout
+from sqlalchemy import delete, insert
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, col
+from tqdm import tqdm
 
-from personalq.atomic_write import atomic_write, file_chunks
+from personalq.atomic_write import atomic_write
 from personalq.config import personalq_home
-from personalq.store import paths
+from personalq.protocols import BaseShapes, Embedder
+from personalq.store import catalog
 from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, to_utc
-from personalq.store.embedder import Embedder, default_embedder
 from personalq.store.consistency import ConsistencyReport, compare, remove_files
+from personalq.store.embedder import default_embedder
 from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, one_line, source_label
-from personalq.store.images import CleanImage, clean_image, clean_image_file
-from personalq.store.metadata import check_structure, load_yaml_file, parse_json, trimmed
+from personalq.store.files import remove_checkpoint_files, unwrite_files, write_files
 from personalq.store.indexes import DenseIndex, SparseIndex
-from personalq.store.weights import BaseShapes, base_shapes, validate_weights
-from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal, prefill, read_header, thumbnail_bytes
-from personalq.store.tables import (
-    LIST_VALUE_FIELDS,
-    BrokenCheckpoint,
-    CheckpointRow,
-    CheckpointValue,
-    DescriptionEmbedding,
-    StoreRevision,
-)
+from personalq.store.intake import Prepared, file_metadata, prepare_entry, prepare_file
+from personalq.store.metadata import parse_json
+from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal
+from personalq.store.tables import LIST_VALUE_FIELDS, BrokenCheckpoint, CheckpointRow, CheckpointValue, DescriptionEmbedding
 
-_TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, BrokenCheckpoint, StoreRevision, DescriptionEmbedding)]
+__all__ = ["ConflictError", "DuplicateError", "RepoStore"]
+
 _SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
 _PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _BATCH = 512
@@ -62,57 +60,6 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def load_sidecar(meta: dict | Path | str | None) -> dict[str, Any]:
-    """A sidecar is YAML or JSON (JSON is YAML) holding context-tuple keys, parsed within the limits."""
-    if meta is None:
-        return {}
-    if isinstance(meta, dict):
-        return dict(check_structure(meta, "metadata"))
-    path = Path(meta)
-    data = load_yaml_file(path)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise StoreError(f"metadata {path.name}: must be a mapping of context-tuple keys, got {type(data).__name__}")
-    return data
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-@dataclass
-class _Prepared:
-    """One validated checkpoint, ready to be committed; file copies happen at commit time."""
-
-    context: ContextTuple
-    raw_metadata: dict
-    source_file: Path | None = None  # copied into the store
-    stored_file: str | None = None  # relative to home (already inside, or the copy's destination)
-    sha256: str | None = None
-    size_bytes: int | None = None
-    preview_images: list[CleanImage] = field(default_factory=list)  # re-encoded, written at commit
-    stored_previews: list[str] = field(default_factory=list)
-
-
 class RepoStore:
     """A user's repository of personalized checkpoints: catalog, files, dense and sparse indexes."""
 
@@ -121,22 +68,12 @@ class RepoStore:
         self.bases = dict(bases or {})  # base name -> shapes, over the defaults: the base this owner serves
         self.database_url = database_url
         self._embedder = embedder
-        # The app serves requests from worker threads; sessions are short and never shared between them.
-        sqlite = {"connect_args": {"timeout": 60, "check_same_thread": False}}
-        engine_args = sqlite if database_url.startswith("sqlite") else {}
-        self._engine = create_engine(database_url, **engine_args)
-        SQLModel.metadata.create_all(self._engine, tables=_TABLES)
-        with Session(self._engine) as session:
-            if session.get(StoreRevision, 1) is None:
-                session.add(StoreRevision(id=1, revision=0))
-                session.commit()
+        self._engine = catalog.connect(database_url)
         self._cards_cache: tuple[int, dict[str, CheckpointCard]] | None = None
         self._sparse_cache: tuple[int, SparseIndex] | None = None
         self._dense = DenseIndex(home / "chroma")
         # One lock file per home serializes every write across threads and processes (flock locks
         # belong to an open file, so two threads of one process exclude each other too).
-        from filelock import FileLock
-
         self._write_lock = FileLock(str(home / WRITE_LOCK_NAME), timeout=WRITE_LOCK_TIMEOUT_S)
 
     @classmethod
@@ -162,8 +99,6 @@ class RepoStore:
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """Hold the store's write lock: files and rows of one change are written by one writer at a time."""
-        from filelock import Timeout
-
         try:
             with self._write_lock:
                 yield
@@ -188,8 +123,7 @@ class RepoStore:
 
     @property
     def revision(self) -> int:
-        with Session(self._engine) as session:
-            return session.get(StoreRevision, 1).revision
+        return catalog.revision(self._engine)
 
     # ------------------------------------------------------------------ reading
 
@@ -201,7 +135,7 @@ class RepoStore:
         cached = self._cards_cache
         if cached is not None and cached[0] == self.revision:
             return cached[1][checkpoint_id]
-        found = self._load_cards([checkpoint_id])
+        found = catalog.read_cards(self._engine, self.home, [checkpoint_id])
         if checkpoint_id not in found:
             raise KeyError(checkpoint_id)
         return found[checkpoint_id]
@@ -214,8 +148,7 @@ class RepoStore:
         return True
 
     def __len__(self) -> int:
-        with Session(self._engine) as session:
-            return session.exec(select(func.count()).select_from(CheckpointRow)).one()
+        return catalog.count(self._engine)
 
     def list(
         self,
@@ -229,100 +162,15 @@ class RepoStore:
 
         A date-only `created_to` includes that whole day.
         """
-        stmt = select(CheckpointRow.id)
-        if category:
-            stmt = stmt.where(func.lower(CheckpointRow.category) == category.strip().lower())
-        if style:
-            styled = select(CheckpointValue.checkpoint_id).where(
-                CheckpointValue.field == "style_tag", func.lower(CheckpointValue.value) == style.strip().lower()
-            )
-            stmt = stmt.where(col(CheckpointRow.id).in_(styled))
-        if created_from is not None:
-            stmt = stmt.where(CheckpointRow.created_at >= to_utc(created_from))
-        if created_to is not None:
-            if isinstance(created_to, date) and not isinstance(created_to, datetime):
-                stmt = stmt.where(CheckpointRow.created_at < to_utc(created_to + timedelta(days=1)))
-            else:
-                stmt = stmt.where(CheckpointRow.created_at <= to_utc(created_to))
-        if text:
-            mentioned = select(CheckpointValue.checkpoint_id).where(col(CheckpointValue.value).icontains(text, autoescape=True))
-            stmt = stmt.where(
-                or_(
-                    col(CheckpointRow.description).icontains(text, autoescape=True),
-                    col(CheckpointRow.id).icontains(text, autoescape=True),
-                    col(CheckpointRow.id).in_(mentioned),
-                )
-            )
-        stmt = stmt.order_by(CheckpointRow.created_at, CheckpointRow.id)
-        with Session(self._engine) as session:
-            ids = list(session.exec(stmt))
+        ids = catalog.filtered_ids(self._engine, category, style, created_from, created_to, text)
         cards = self._card_map()
         return [cards[i] for i in ids if i in cards]
 
     def _card_map(self) -> dict[str, CheckpointCard]:
         revision = self.revision
         if self._cards_cache is None or self._cards_cache[0] != revision:
-            self._cards_cache = (revision, self._load_cards())
+            self._cards_cache = (revision, catalog.read_cards(self._engine, self.home))
         return self._cards_cache[1]
-
-    def _load_cards(self, ids: Sequence[str] | None = None) -> dict[str, CheckpointCard]:
-        """Core column selects rather than ORM objects: 100k rows must load in seconds.
-
-        Datetimes come back tz-aware UTC from SQLModel's `UTCDateTime`, so they need no conversion.
-        """
-        columns = (
-            CheckpointRow.id, CheckpointRow.description, CheckpointRow.created_at, CheckpointRow.version,
-            CheckpointRow.last_used_at, CheckpointRow.category, CheckpointRow.base_model, CheckpointRow.kind,
-            CheckpointRow.file_path, CheckpointRow.sha256, CheckpointRow.size_bytes, CheckpointRow.raw_metadata,
-            CheckpointRow.added_at, CheckpointRow.updated_at,
-        )
-        rows_stmt = select(*columns).order_by(CheckpointRow.added_at, CheckpointRow.id)
-        values_stmt = select(CheckpointValue.checkpoint_id, CheckpointValue.field, CheckpointValue.value).order_by(
-            CheckpointValue.checkpoint_id, CheckpointValue.field, CheckpointValue.position
-        )
-        if ids is not None:
-            rows_stmt = rows_stmt.where(col(CheckpointRow.id).in_(list(ids)))
-            values_stmt = values_stmt.where(col(CheckpointValue.checkpoint_id).in_(list(ids)))
-        with self._engine.connect() as connection:
-            rows = connection.execute(rows_stmt).all()
-            values = connection.execute(values_stmt).all()
-        lists: dict[str, dict[str, list[str]]] = {}
-        for checkpoint_id, name, value in values:
-            own = lists.get(checkpoint_id)
-            if own is None:
-                own = lists[checkpoint_id] = {}
-            items = own.get(name)
-            if items is None:
-                own[name] = [value]
-            else:
-                items.append(value)
-        home = self.home
-        empty: dict[str, list[str]] = {}
-        cards = {}
-        for (id_, description, created, version, used, category, base, kind, file_path, sha, size, raw, added, updated) in rows:
-            own = lists.get(id_, empty)
-            cards[id_] = CheckpointCard(
-                id_,
-                own.get("trigger", []),
-                own.get("subject_type", []),
-                own.get("style_tag", []),
-                description,
-                created,
-                version,
-                own.get("environment", []),
-                used,
-                category,
-                base,
-                kind,
-                home / file_path if file_path else None,
-                sha,
-                size,
-                [home / p for p in own["preview"]] if "preview" in own else [],
-                raw or {},
-                added,
-                updated,
-            )
-        return cards
 
     # ------------------------------------------------------------------ search
 
@@ -343,11 +191,7 @@ class RepoStore:
 
     def read_file_metadata(self, path: Path | str, meta: dict | Path | str | None = None) -> dict[str, Any]:
         """The context tuple a file would be added with (header prefill, sidecar wins), without adding it."""
-        path = Path(path).expanduser()
-        header = read_header(path)
-        merged = prefill(header, path) | load_sidecar(meta)
-        merged["raw_metadata"] = trimmed(header.metadata)
-        return _jsonable(merged)
+        return file_metadata(Path(path).expanduser(), meta)
 
     def add(self, path: Path | str, meta: dict | Path | str | None = None, previews: Sequence[Path | str] = ()) -> CheckpointCard:
         """Copy a `.safetensors` checkpoint into the store with its context tuple and previews.
@@ -360,57 +204,16 @@ class RepoStore:
 
     def add_entry(self, entry: dict[str, Any]) -> CheckpointCard:
         """Add one metadata-only context tuple (a catalog JSONL line); raises `StoreError` if refused."""
-        prepared = self._prepare_entry(entry)
+        prepared = prepare_entry(self.home, entry)
         self._refuse_duplicates(prepared)
         self._commit([prepared])
         return self.get(prepared.context.id)
 
-    def _prepare_file(self, path: Path, meta: dict | Path | str | None, previews: Sequence[Path]) -> _Prepared:
-        header = read_header(path)
-        sidecar = load_sidecar(meta)
-        context = ContextTuple.parse(prefill(header, path) | sidecar)
-        prepared = _Prepared(
-            context=context,
-            raw_metadata=trimmed(header.metadata),
-            source_file=path,
-            stored_file=paths.relative(self.home, paths.checkpoint_path(self.home, context.id)),
-            sha256=file_sha256(path),
-            size_bytes=header.size_bytes,
-        )
-        self._refuse_duplicates(prepared)
-        base = self.bases.get(context.base_model or "") or base_shapes(context.base_model)
-        validate_weights(path, header.tensors, context.kind, base)
-        prepared.preview_images = [clean_image_file(preview) for preview in previews]
-        if not previews and (thumbnail := thumbnail_bytes(header.metadata)) is not None:
-            prepared.preview_images.append(clean_image(thumbnail, "modelspec.thumbnail"))
-        return prepared
+    def _prepare_file(self, path: Path, meta: dict | Path | str | None, previews: Sequence[Path]) -> Prepared:
+        return prepare_file(self.home, self.bases, path, meta, previews, self._refuse_duplicates)
 
-    def _prepare_entry(self, entry: dict[str, Any]) -> _Prepared:
-        context = ContextTuple.parse(entry)
-        extras = context.extras
-        prepared = _Prepared(context=context, raw_metadata=_jsonable({k: v for k, v in extras.items() if k not in ("file", "previews", "sha256", "size_bytes")}))
-        if extras.get("file") is not None:
-            stored = paths.existing_inside(self.home, extras["file"], "file", paths.CHECKPOINTS)
-            prepared.stored_file = paths.relative(self.home, stored)
-            prepared.sha256 = file_sha256(stored)
-            prepared.size_bytes = stored.stat().st_size
-        previews = extras.get("previews") or []
-        if not isinstance(previews, list):
-            raise StoreError("previews: expected a list of paths")
-        for value in previews:
-            preview = paths.existing_inside(self.home, value, "preview", paths.PREVIEWS)
-            clean_image_file(preview)  # decodes whole: a catalog may only point at real images
-            prepared.stored_previews.append(paths.relative(self.home, preview))
-        return prepared
-
-    def _refuse_duplicates(self, prepared: _Prepared) -> None:
-        with Session(self._engine) as session:
-            if prepared.sha256 is not None:
-                same = session.exec(select(CheckpointRow.id).where(CheckpointRow.sha256 == prepared.sha256)).first()
-                if same is not None:
-                    raise DuplicateError(f"duplicate SHA-256: the same weights are already in the store as {same!r}")
-            if session.get(CheckpointRow, prepared.context.id) is not None:
-                raise StoreError(f"duplicate id {prepared.context.id!r}: already in the catalog (remove it first or choose another id)")
+    def _refuse_duplicates(self, prepared: Prepared) -> None:
+        catalog.refuse_duplicates(self._engine, prepared)
 
     def _stage(self, session: Session, values: list[dict], cache_rows: list[dict] | None) -> None:
         """Write list values and new embedding-cache rows and bump the revision, uncommitted, so the
@@ -419,10 +222,10 @@ class RepoStore:
             session.execute(insert(CheckpointValue), values)
         if cache_rows:
             session.execute(insert(DescriptionEmbedding), cache_rows)
-        self._bump(session)
+        catalog.bump_revision(session)
         session.flush()
 
-    def _commit(self, batch: Sequence[_Prepared], progress: Any = None) -> None:
+    def _commit(self, batch: Sequence[Prepared], progress: Any = None) -> None:
         """Copy files, embed, write rows and vectors; on any failure undo all of it and raise `StoreError`."""
         with self._writing():
             for item in batch:  # another thread or process may have added the same id since we prepared
@@ -434,18 +237,18 @@ class RepoStore:
                     raise ConflictError(str(error)) from None
             self._commit_locked(batch, progress)
 
-    def _commit_locked(self, batch: Sequence[_Prepared], progress: Any) -> None:
+    def _commit_locked(self, batch: Sequence[Prepared], progress: Any) -> None:
         created: list[Path] = []
         dense_ids: list[str] = []
         try:
             for item in batch:
-                self._copy_files(item, created)
+                write_files(self.home, item, created)
             vectors, cache_rows = self._vectors([item.context.description for item in batch], progress)
             now = _now()
             with Session(self._engine) as session:
                 # Bulk inserts (executemany): ORM objects cost seconds per thousand entries.
-                session.execute(insert(CheckpointRow), [self._row(item, now) for item in batch])
-                self._stage(session, [value for item in batch for value in self._values(item)], cache_rows)
+                session.execute(insert(CheckpointRow), [catalog.row_of(item, now) for item in batch])
+                self._stage(session, [value for item in batch for value in catalog.values_of(item)], cache_rows)
                 dense_ids = [item.context.id for item in batch]
                 self._dense.upsert(dense_ids, vectors, [self._dense_meta(item.context.description) for item in batch])
                 session.commit()
@@ -455,10 +258,7 @@ class RepoStore:
                     self._dense.delete(dense_ids)
                 except Exception:
                     pass  # repaired on next open: Chroma ids missing from the catalog are dropped
-            for path in reversed(created):
-                path.unlink(missing_ok=True)
-                if path.parent.parent == self.home / paths.PREVIEWS and path.parent.is_dir() and not any(path.parent.iterdir()):
-                    path.parent.rmdir()
+            unwrite_files(self.home, created)
             if isinstance(error, StoreError):
                 raise
             if isinstance(error, SQLAlchemyError):
@@ -467,96 +267,16 @@ class RepoStore:
                 reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise StoreError(f"could not add {', '.join(item.context.id for item in batch[:3])}: {reason}") from error
 
-    def _copy_files(self, item: _Prepared, created: list[Path]) -> None:
-        if item.source_file is not None:
-            dest = paths.checkpoint_path(self.home, item.context.id)
-            atomic_write(dest, file_chunks(item.source_file))
-            created.append(dest)
-        if item.preview_images:
-            folder = paths.preview_dir(self.home, item.context.id)
-            if folder.exists():  # left by a crash before commit: the id is not in the catalog
-                shutil.rmtree(folder)
-            for n, image in enumerate(item.preview_images):
-                dest = paths.preview_path(self.home, item.context.id, n, image.format)
-                atomic_write(dest, image.data)
-                created.append(dest)
-                item.stored_previews.append(paths.relative(self.home, dest))
-
-    @staticmethod
-    def _row(item: _Prepared, now: datetime) -> dict[str, Any]:
-        c = item.context
-        return {
-            "id": c.id,
-            "description": c.description,
-            "created_at": c.created_at,
-            "version": c.version,
-            "last_used_at": c.last_used_at,
-            "category": c.category or c.subject_types[0],
-            "base_model": c.base_model,
-            "kind": c.kind,
-            "file_path": item.stored_file,
-            "sha256": item.sha256,
-            "size_bytes": item.size_bytes,
-            "raw_metadata": item.raw_metadata,
-            "added_at": now,
-            "updated_at": now,
-        }
-
-    @staticmethod
-    def _values(item: _Prepared, names: Sequence[str] = (*LIST_FIELDS, "previews")) -> list[dict[str, Any]]:
-        lists = {name: getattr(item.context, name) for name in LIST_FIELDS} | {"previews": item.stored_previews}
-        return [
-            {"checkpoint_id": item.context.id, "field": LIST_VALUE_FIELDS[name], "position": i, "value": value}
-            for name in names
-            for i, value in enumerate(lists[name])
-        ]
-
-    @staticmethod
-    def _bump(session: Session) -> None:
-        counter = session.get(StoreRevision, 1)
-        counter.revision += 1
-        session.add(counter)
-
     def _dense_meta(self, description: str) -> dict[str, str]:
-        return {"embedder": self.embedder.name, "text_sha256": _text_sha(description)}
+        return {"embedder": self.embedder.name, "text_sha256": catalog.text_sha(description)}
 
     def _vectors(self, texts: Sequence[str], progress: Any = None) -> tuple[np.ndarray, list[dict[str, Any]]]:
-        """Embeddings for `texts`, from the cache where present; the new ones come back as cache rows."""
-        name = self.embedder.name
-        hashes = [_text_sha(t) for t in texts]
-        cached: dict[str, np.ndarray] = {}
-        wanted = list(dict.fromkeys(hashes))
-        with Session(self._engine) as session:
-            for start in range(0, len(wanted), 2000):
-                chunk = wanted[start : start + 2000]
-                stmt = select(DescriptionEmbedding.text_sha256, DescriptionEmbedding.vector).where(
-                    DescriptionEmbedding.embedder == name, col(DescriptionEmbedding.text_sha256).in_(chunk)
-                )
-                for text_hash, blob in session.exec(stmt):
-                    cached[text_hash] = np.frombuffer(blob, dtype=np.float32)
-        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
-        new_rows = []
-        if missing:
-            missing_hashes, missing_texts = list(missing), list(missing.values())
-            step = 256
-            for start in range(0, len(missing_texts), step):
-                vectors = self.embedder.embed(missing_texts[start : start + step])
-                for text_hash, vector in zip(missing_hashes[start : start + step], vectors, strict=True):
-                    vector = np.asarray(vector, dtype=np.float32)
-                    cached[text_hash] = vector
-                    new_rows.append({"embedder": name, "text_sha256": text_hash, "vector": vector.tobytes()})
-                if progress is not None:
-                    progress.set_postfix_str(f"embedded {min(start + step, len(missing_texts))}/{len(missing_texts)}")
-        dim = len(next(iter(cached.values()))) if cached else 0
-        matrix = np.stack([cached[h] for h in hashes]) if hashes else np.zeros((0, dim), dtype=np.float32)
-        return matrix, new_rows
+        return catalog.cached_vectors(self._engine, self.embedder, texts, progress)
 
     # ------------------------------------------------------------------ batch imports
 
     def import_dir(self, directory: Path | str, progress: bool = False) -> ImportReport:
         """Add every checkpoint in a folder: `name.safetensors` with `name.yaml|yml|json` and `name*.png|jpg|webp`."""
-        from tqdm import tqdm
-
         directory = Path(directory).expanduser()
         if not directory.is_dir():
             raise StoreError(f"{directory}: not a folder")
@@ -587,8 +307,6 @@ class RepoStore:
 
         An entry identical to the stored one is skipped, so loading the same catalog twice is harmless.
         """
-        from tqdm import tqdm
-
         jsonl_path = Path(jsonl_path).expanduser()
         try:
             lines = jsonl_path.read_text(encoding="utf-8").splitlines()
@@ -596,8 +314,8 @@ class RepoStore:
             raise StoreError(f"{jsonl_path}: cannot read ({getattr(error, 'strerror', None) or error})") from None
         report = ImportReport()
         existing = self._card_map()
-        seen: dict[str, _Prepared] = {}
-        pending: list[tuple[str, _Prepared]] = []
+        seen: dict[str, Prepared] = {}
+        pending: list[tuple[str, Prepared]] = []
         bar = tqdm(total=len(lines), desc="load-catalog", unit="entry", disable=not progress)
         for number, line in enumerate(lines, start=1):
             label = source_label(jsonl_path.name, number)
@@ -605,7 +323,7 @@ class RepoStore:
                 bar.update(1)
                 continue
             try:
-                prepared = self._prepare_entry(parse_json(line, "entry"))
+                prepared = prepare_entry(self.home, parse_json(line, "entry"))
                 id_ = prepared.context.id
                 if id_ in existing:
                     if self._same_entry(existing[id_], prepared):
@@ -634,7 +352,7 @@ class RepoStore:
         bar.close()
         return report
 
-    def _commit_batch(self, pending: list[tuple[str, _Prepared]], report: ImportReport, bar: Any) -> None:
+    def _commit_batch(self, pending: list[tuple[str, Prepared]], report: ImportReport, bar: Any) -> None:
         if not pending:
             return
         try:
@@ -645,13 +363,13 @@ class RepoStore:
             report.added += [p.context.id for _, p in pending]
         bar.update(len(pending))
 
-    def _same_entry(self, card: CheckpointCard, prepared: _Prepared) -> bool:
+    def _same_entry(self, card: CheckpointCard, prepared: Prepared) -> bool:
         stored = card.to_catalog_entry(self.home)
         incoming = self._entry_of(prepared)
         return {k: stored.get(k) for k in CONTEXT_FIELDS} == {k: incoming.get(k) for k in CONTEXT_FIELDS}
 
     @staticmethod
-    def _entry_of(prepared: _Prepared) -> dict[str, Any]:
+    def _entry_of(prepared: Prepared) -> dict[str, Any]:
         c = prepared.context
         data = c.model_dump(mode="json", include=set(CONTEXT_FIELDS))
         data["category"] = c.category or c.subject_types[0]
@@ -699,7 +417,7 @@ class RepoStore:
                         CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field != LIST_VALUE_FIELDS["previews"]
                     )
                 )
-                self._stage(session, self._values(_Prepared(context=context, raw_metadata={}), names=LIST_FIELDS), cache_rows)
+                self._stage(session, catalog.values_of(Prepared(context=context, raw_metadata={}), names=LIST_FIELDS), cache_rows)
                 if vectors is not None:
                     self._dense.upsert([checkpoint_id], vectors, [self._dense_meta(context.description)])
                 try:
@@ -738,7 +456,7 @@ class RepoStore:
                 raise KeyError(checkpoint_id)
             row.last_used_at = to_utc(when) if when is not None else _now()
             session.add(row)
-            self._bump(session)
+            catalog.bump_revision(session)
             session.commit()
 
     def remove(self, checkpoint_id: str) -> None:
@@ -746,9 +464,7 @@ class RepoStore:
         with self._writing():
             card = self.get(checkpoint_id)
             self._delete_rows([checkpoint_id])
-            if card.file_path is not None and card.file_path.resolve() == paths.checkpoint_path(self.home, checkpoint_id):
-                card.file_path.unlink(missing_ok=True)
-            shutil.rmtree(paths.preview_dir(self.home, checkpoint_id), ignore_errors=True)
+            remove_checkpoint_files(self.home, checkpoint_id, card.file_path)
 
     def _delete_rows(self, checkpoint_ids: Sequence[str]) -> None:
         """Drop catalog rows and their vectors (a vector left by a failure is dropped on the next open)."""
@@ -756,7 +472,7 @@ class RepoStore:
             session.exec(delete(CheckpointValue).where(col(CheckpointValue.checkpoint_id).in_(list(checkpoint_ids))))
             session.exec(delete(BrokenCheckpoint).where(col(BrokenCheckpoint.checkpoint_id).in_(list(checkpoint_ids))))
             session.exec(delete(CheckpointRow).where(col(CheckpointRow.id).in_(list(checkpoint_ids))))
-            self._bump(session)
+            catalog.bump_revision(session)
             session.commit()
         self._dense.delete(list(checkpoint_ids))
 
@@ -769,10 +485,10 @@ class RepoStore:
             return self._check_files_locked(repair)
 
     def _check_files_locked(self, repair: bool) -> ConsistencyReport:
-        report = compare(self.home, self._referenced_files())
+        report = compare(self.home, catalog.referenced_files(self._engine))
         if repair and not report.ok:
             remove_files(self.home, report.orphan_files + report.temporary_files)
-            rows = {i: file for i, file in self._stored_file_paths()}
+            rows = dict(catalog.stored_file_paths(self._engine))
             gone_rows = sorted({i for i, path in report.missing_files if rows.get(i) == path})
             gone_previews = [(i, path) for i, path in report.missing_files if i not in gone_rows]
             if gone_previews:
@@ -783,33 +499,15 @@ class RepoStore:
                             CheckpointValue.field == LIST_VALUE_FIELDS["previews"],
                             CheckpointValue.value == path,
                         ))
-                    self._bump(session)
+                    catalog.bump_revision(session)
                     session.commit()
             if gone_rows:
                 self._delete_rows(gone_rows)
             report.repaired = True
         return report
 
-    def _stored_file_paths(self) -> list[tuple[str, str]]:
-        with Session(self._engine) as session:
-            return list(session.exec(select(CheckpointRow.id, CheckpointRow.file_path).where(col(CheckpointRow.file_path).is_not(None))))
-
-    def _referenced_files(self) -> dict[str, list[str]]:
-        referenced: dict[str, list[str]] = {}
-        for checkpoint_id, path in self._stored_file_paths():
-            referenced.setdefault(checkpoint_id, []).append(path)
-        with Session(self._engine) as session:
-            previews = session.exec(
-                select(CheckpointValue.checkpoint_id, CheckpointValue.value).where(CheckpointValue.field == LIST_VALUE_FIELDS["previews"])
-            )
-            for checkpoint_id, path in previews:
-                referenced.setdefault(checkpoint_id, []).append(path)
-        return referenced
-
     def _repair_files_after_crash(self) -> None:
         """On open: if no writer holds the lock, whatever disagrees was left by a crash; repair it."""
-        from filelock import Timeout
-
         try:
             with self._write_lock.acquire(timeout=0):
                 self._check_files_locked(repair=True)
@@ -820,31 +518,27 @@ class RepoStore:
 
     def repair(self) -> dict[str, int]:
         """Make Chroma agree with the catalog: add missing or stale vectors, drop extra ones."""
-        with Session(self._engine) as session:
-            expected = dict(session.exec(select(CheckpointRow.id, CheckpointRow.description)).all())
+        expected = catalog.descriptions(self._engine)
         stored = self._dense.entries()
         name = self.embedder.name
         if any(embedder != name for embedder, _ in stored.values()):
             self._dense.clear()  # another embedder (maybe another width) wrote these: start over
             stored = {}
         extra = [id_ for id_ in stored if id_ not in expected]
-        stale = [id_ for id_, text in expected.items() if stored.get(id_) != (name, _text_sha(text))]
+        stale = [id_ for id_, text in expected.items() if stored.get(id_) != (name, catalog.text_sha(text))]
         self._dense.delete(extra)
         self._index_dense(stale, expected)
         return {"added": len(stale), "removed": len(extra), "recreated": int(self._dense.recreated)}
 
     def reindex(self, progress: bool = False) -> None:
         """Rebuild both indexes from the catalog (descriptions already embedded come from the cache)."""
-        with Session(self._engine) as session:
-            expected = dict(session.exec(select(CheckpointRow.id, CheckpointRow.description)).all())
+        expected = catalog.descriptions(self._engine)
         self._dense.clear()
         self._index_dense(list(expected), expected, progress)
         self._sparse_cache = None
         self._sparse_cache = (self.revision, SparseIndex(self.cards()))
 
     def _index_dense(self, ids: Sequence[str], descriptions: dict[str, str], progress: bool = False) -> None:
-        from tqdm import tqdm
-
         with tqdm(total=len(ids), desc="reindex", unit="entry", disable=not progress or not ids) as bar:
             for start in range(0, len(ids), _BATCH * 4):
                 chunk = ids[start : start + _BATCH * 4]
