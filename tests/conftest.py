@@ -8,6 +8,8 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 os.environ["ANONYMIZED_TELEMETRY"] = "False"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+# Repositories start empty in tests; the first-start import of a demo folder is tested by naming one.
+os.environ["PERSONALQ_DEMO_REPO"] = "off"
 
 import pytest  # noqa: E402
 

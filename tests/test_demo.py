@@ -18,7 +18,6 @@ from personalq.demo.build import (
     class_prompts,
     described_forms,
     held_out_shares,
-    instance_examples,
     instance_looks,
     is_checked,
     preview_paths,
@@ -26,6 +25,7 @@ from personalq.demo.build import (
 )
 from personalq.demo.concepts import SUBJECT_TYPES, concept_by_id, demo_concepts
 from personalq.demo.describe import describe_previews
+from personalq.demo.instances import instance_examples
 from personalq.nano.world import SUBJECTS
 
 

@@ -4,6 +4,7 @@ Built from a copy of the sources that packaging reads, so the test neither write
 nor depends on what an earlier build left there.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -52,3 +53,13 @@ def test_wheel_metadata_lists_every_runtime_dependency(wheel):
         assert requirement.name.lower() in declared, f"{requirement.name} missing from the wheel's Requires-Dist"
         assert str(declared[requirement.name.lower()].specifier) == str(requirement.specifier)
     assert metadata["Requires-Python"] == ">=3.11"
+
+
+def test_readme_is_short_has_no_commit_hashes_and_ci_runs_its_test_command_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme) <= 12_000
+    assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", readme), "a commit hash in the README"
+    commands = re.findall(r"```bash\n(pip install torch.*)\n```", readme)
+    assert len(commands) == 2, commands  # Quickstart: start the app, run the tests
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert commands[1] in ci

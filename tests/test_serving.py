@@ -22,7 +22,7 @@ from personalq.serving import (
     ServingConfig,
     ServingError,
 )
-from personalq.serving.bench import CardIndex, bench_serve, repo_loras, write_random_loras
+from personalq.eval.serve_bench import CardIndex, bench_serve, repo_loras, write_random_loras
 
 PROMPT = "a photo of {t} in the snow"
 

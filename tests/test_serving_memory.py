@@ -68,7 +68,7 @@ def test_with_a_budget_full_precision_stays_while_it_fits_and_goes_least_recentl
 
 
 def test_bench_serve_switching_settings_peaks_no_higher_than_full_precision_alone(tmp_path):
-    from personalq.serving.bench import bench_serve
+    from personalq.eval.serve_bench import bench_serve
 
     def peak(setting):
         results = bench_serve("sd15-tiny", n_requests=6, n_checkpoints=2, setting=setting, steps=1, naive=False,

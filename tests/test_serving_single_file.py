@@ -144,7 +144,7 @@ def test_an_original_layout_dreambooth_checkpoint_replaces_the_unet_then_detache
     base's configs and puts their UNet and text encoder in place of the base's for one request."""
     from types import SimpleNamespace
 
-    from personalq.serving.bench import CardIndex
+    from personalq.eval.serve_bench import CardIndex
 
     tiny_sd15_pipeline(0).save_pretrained(tmp_path / "base")
     tuned = tiny_sd15_pipeline(7)

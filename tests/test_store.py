@@ -19,7 +19,7 @@ from PIL import Image
 from safetensors.numpy import save_file
 
 from personalq.store import DuplicateError, RepoStore, StoreError
-from personalq.store.bench import synthetic_catalog
+from personalq.eval.store_bench import synthetic_catalog
 from personalq.store.embedder import default_embedder
 
 RNG = np.random.default_rng(0)

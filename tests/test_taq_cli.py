@@ -11,7 +11,7 @@ from personalq.cli import app
 from personalq.random_pipelines import build_clip_tokenizer, tiny_sd15_pipeline
 from personalq.taq import load_quantized, protection_kwargs
 from personalq.taq.analyze import analyze_tokens, token_units, write_report
-from personalq.taq.bench import benchmark_settings, markdown_table
+from personalq.eval.taq_bench import benchmark_settings, markdown_table
 
 runner = CliRunner()
 PROMPT = "a <teddybear> sitting in the park"

@@ -36,11 +36,9 @@ in its own folder, so a stopped build leaves no half-written checkpoint.
 from __future__ import annotations
 
 import base64
-import copy
 import io
 import os
 import shutil
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -53,6 +51,7 @@ import typer
 import yaml
 from PIL import Image
 
+from personalq.atomic_write import atomic_write
 from personalq.config import ASSETS_DIR
 from personalq.demo.concepts import (
     SCENE_PHRASES,
@@ -61,18 +60,18 @@ from personalq.demo.concepts import (
     demo_concepts,
 )
 from personalq.demo.describe import describe_previews
-from personalq.nano.world import COLOUR_STYLES, accessory_phrase, render, style_nouns
+from personalq.demo.fidelity import held_out_check
+from personalq.demo.instances import instance_examples, pipeline_with
+from personalq.nano.world import COLOUR_STYLES, accessory_phrase, style_nouns
 from personalq.personalize import (
     LoraTrainingConfig,
     ModelSpec,
-    attach_personalized_lora,
     generate_class_images,
     save_personalized_lora,
     train_lora,
 )
 
 DEMO_REPO_DIR = ASSETS_DIR / "demo_repo"
-INSTANCE_IMAGES = 4
 PREVIEWS = 3
 
 
@@ -125,11 +124,6 @@ def class_prompts() -> tuple[str, ...]:
     return ("a {class_noun}", *(f"a {{class_noun}} {phrase}" for phrase in SCENE_PHRASES.values()))
 
 
-def instance_examples(concept: DemoConcept, seed: int = 0) -> list[tuple[Image.Image, str]]:
-    attrs = concept.instance_attributes(INSTANCE_IMAGES)
-    return [(render(a, seed=seed * 1000 + concept.version * 100 + i), concept.instance_caption(a.scene)) for i, a in enumerate(attrs)]
-
-
 def preview_prompts(concept: DemoConcept) -> list[str]:
     """The concept in its own style and places, as its owner trained it; a prompt naming no style
     would let PQ-Nano draw a grey pencil sketch, and the description would then miss the colour."""
@@ -163,18 +157,6 @@ def described_examples_for(base_pipe, judge, concept: DemoConcept, instances, se
     generator_seed = settings.seed * 1000 + sum(map(ord, concept.id))
     images = generate_class_images(base_pipe, [w for w, _ in pairs], len(pairs), seed=generator_seed, **sampling_kwargs(settings.sampling_steps))
     return [(image, w, t) for (image, _), (w, t) in zip(images, pairs)]
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shipped file from other users
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _png_bytes(image: Image.Image) -> bytes:
@@ -267,13 +249,6 @@ def prior_prompts(category: str, settings: BuildSettings) -> list[str]:
     return [p for pair in zip_longest(described, bare) for p in pair if p is not None]
 
 
-def pipeline_with(base_pipe, path: Path, concept: DemoConcept):
-    """A copy of the base pipeline with one concept's file attached, the base left untouched for the next."""
-    pipe = copy.deepcopy(base_pipe)
-    attach_personalized_lora(pipe, path, adapter_name=concept.id.replace("-", "_"))
-    return pipe
-
-
 def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, settings: BuildSettings, class_examples) -> float:
     """Train, preview, describe and write one concept; return the training CPU seconds."""
     config = LoraTrainingConfig(
@@ -307,14 +282,12 @@ def build_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
     spec.thumbnail = "data:image/png;base64," + base64.b64encode(_png_bytes(previews[0])).decode()
     save_personalized_lora(target, trained.unet_lora_state_dict, trained.trigger_embeddings, spec, trained.lora_config)
     for image, path in zip(previews, preview_paths(out_dir, concept.id)):
-        write_atomic(path, _png_bytes(image))
-    write_atomic(out_dir / f"{concept.id}.yaml", yaml.safe_dump(sidecar(concept, spec.description), sort_keys=False).encode())
+        atomic_write(path, _png_bytes(image))
+    atomic_write(out_dir / f"{concept.id}.yaml", yaml.safe_dump(sidecar(concept, spec.description), sort_keys=False).encode())
     return trained.cpu_seconds
 
 
 def held_out_shares(base_pipe, judge, path: Path, concept: DemoConcept, looks: dict[str, str], settings: BuildSettings) -> dict[str, float]:
-    from personalq.demo.fidelity import held_out_check  # fidelity reads this module's instance images
-
     return held_out_check(pipeline_with(base_pipe, path, concept), judge, concept.trigger, concept.category, looks, settings.check_images, sampling=sampling_kwargs(settings.sampling_steps))
 
 
@@ -356,7 +329,7 @@ def check_concept(concept: DemoConcept, base_pipe, judge, out_dir: Path, setting
 
 def _write_check(sidecar_path: Path, record: dict) -> None:
     side = yaml.safe_load(sidecar_path.read_text())
-    write_atomic(sidecar_path, yaml.safe_dump({**side, "trigger_check": record}, sort_keys=False).encode())
+    atomic_write(sidecar_path, yaml.safe_dump({**side, "trigger_check": record}, sort_keys=False).encode())
 
 
 def build_demo_repo(out_dir: Path = DEMO_REPO_DIR, only: list[str] | None = None, settings: BuildSettings | None = None, log=print) -> list[str]:

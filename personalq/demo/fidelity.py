@@ -36,8 +36,9 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from personalq.demo.build import instance_examples, pipeline_with, write_atomic
+from personalq.atomic_write import atomic_write
 from personalq.demo.concepts import SCENE_PHRASES, DemoConcept
+from personalq.demo.instances import instance_examples, pipeline_with
 from personalq.nano.world import COLOUR_STYLES, accessory_phrase
 from personalq.personalize.train import encode_images, pipeline_resolution
 
@@ -147,7 +148,7 @@ def _keep(results_dir: Path, row: CheckpointFidelity, key: dict, with_trigger: l
         names[side] = [f"{row.id}.{side.split('_')[0]}.{i}.png" for i in range(len(images))]
         for name, image in zip(names[side], images):
             image.save(results_dir / name)
-    write_atomic(results_dir / f"{row.id}.json", json.dumps({"key": key, "row": row.as_dict(), **names}, indent=1).encode())
+    atomic_write(results_dir / f"{row.id}.json", json.dumps({"key": key, "row": row.as_dict(), **names}, indent=1).encode())
 
 
 def measure_fidelity(base_pipe, judge, checkpoints: list[tuple[Path, DemoConcept]], n: int = 8, seed: int = 0, sampling: dict | None = None, log=print, results_dir: Path | None = None) -> FidelityRun:

@@ -1,16 +1,17 @@
-"""`personalq bench quality`, `tokens`, `e2e`, `layers` and `quant`: thin shells over personalq.eval."""
+"""Every `personalq bench ...` command but Check-in's: thin shells over the benchmark modules of personalq.eval."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
+    """One line on stderr, then exit; `bench store` and `bench serve` exit with 1, as they always have."""
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def _load_model(model: str):
@@ -276,9 +277,82 @@ def bench_quant_command(
     typer.echo(json.dumps(result) if as_json else quant_table(result))
 
 
+def bench_store_command(
+    sizes: Annotated[str, typer.Option(help="Comma-separated catalog sizes.")] = "1000,10000",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")] = False,
+) -> None:
+    """Time load-catalog, reopen, cards() and reindex on synthetic catalogs."""
+    from personalq.eval.store_bench import run_store_bench
+
+    try:
+        counts = [int(part) for part in sizes.split(",") if part.strip()]
+    except ValueError:
+        _fail(f"--sizes: expected comma-separated integers, got {sizes!r}", code=1)
+    run_store_bench(counts, as_json=as_json)
+
+
+def bench_taq_command(
+    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "FP32,FP16,W8A8,W4A8,W8A4,W4A4",
+    calls: Annotated[int, typer.Option(help="Timed UNet calls per setting (median reported).")] = 1,
+    calibration_steps: Annotated[int, typer.Option(help="Calibration steps (one prompt, both CFG halves) per setting.")] = 1,
+    threads: Annotated[int, typer.Option(help="torch CPU threads (0 = torch's default).")] = 0,
+):
+    """SD 1.5 UNet (real config, random weights), CPU, 64x64 latents: bytes, BOPs, seconds per call."""
+    import torch
+
+    from personalq.eval.taq_bench import benchmark_settings, markdown_table
+    from personalq.taq.config import SETTINGS
+
+    names = [s.strip().upper() for s in settings.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SETTINGS]
+    if unknown:
+        _fail(f"unknown setting(s) {', '.join(unknown)}: choose from {', '.join(SETTINGS)}")
+    if threads > 0:
+        torch.set_num_threads(threads)
+    typer.echo(f"SD 1.5 UNet (random weights), batch 1, 64x64 latents, {torch.get_num_threads()} CPU threads, torch {torch.__version__}")
+    benchmark_settings(names, calls=calls, calibration_steps=calibration_steps, on_row=lambda rows: typer.echo(markdown_table(rows) + "\n"))
+
+
+def bench_serve_command(
+    requests: Annotated[int, typer.Option(help="Requests to replay.")] = 200,
+    checkpoints: Annotated[int, typer.Option(help="LoRA checkpoints in the repository.")] = 20,
+    zipf: Annotated[float, typer.Option(help="Zipf exponent of checkpoint popularity.")] = 1.1,
+    setting: Annotated[str, typer.Option(help="Bit-width setting of every request, or several (FP32,W8A8,W4A8) that requests take in turn.")] = "W8A8",
+    model: Annotated[str, typer.Option(help="sd15-random (SD 1.5 UNet, random weights), pq-nano, or any base model.")] = "pq-nano",
+    steps: Annotated[int, typer.Option(help="Denoising steps per request.")] = 20,
+    size: Annotated[Optional[int], typer.Option(help="Image height and width (default: the model's).")] = None,
+    memory_budget: Annotated[Optional[float], typer.Option(help="Cache budget in MiB (default: unbounded).")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cuda, cpu, ...")] = None,
+    naive: Annotated[bool, typer.Option("--naive/--no-naive", help="Also run the naive load-from-disk server.")] = True,
+    seed: Annotated[int, typer.Option()] = 0,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the figures as JSON here.")] = None,
+    repo: Annotated[Optional[Path], typer.Option(help="Folder of built LoRA checkpoints for this model, e.g. assets/demo_repo (default: random-weight LoRAs).")] = None,
+) -> None:
+    """Replay a Zipf workload of LoRA requests: throughput, latency, switch time, peak resident bytes."""
+    import json
+
+    from personalq.eval.serve_bench import bench_serve, figures_json, figures_table
+    from personalq.serving import ServingError
+
+    budget = None if memory_budget is None else int(memory_budget * 2**20)
+    try:
+        results = bench_serve(model, requests, checkpoints, zipf, setting, steps, budget, size, device, seed, naive,
+                              repo=repo, log=lambda line: typer.echo(line, err=True))
+    except (ServingError, ValueError) as error:
+        _fail(str(error), code=1)
+    typer.echo(figures_table(results))
+    if budget is not None:
+        typer.echo(f"memory budget: {memory_budget:.1f} MiB; PersonalQ peak resident {results[0].peak_resident_bytes / 2**20:.1f} MiB")
+    if json_out is not None:
+        json_out.write_text(json.dumps(figures_json(results), indent=1))
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("quant")(bench_quant_command)
     bench_app.command("quality")(bench_quality_command)
     bench_app.command("tokens")(bench_tokens_command)
     bench_app.command("e2e")(bench_e2e_command)
     bench_app.command("layers")(bench_layers_command)
+    bench_app.command("store")(bench_store_command)
+    bench_app.command("taq")(bench_taq_command)
+    bench_app.command("serve")(bench_serve_command)

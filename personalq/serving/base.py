@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from personalq.protocols import BaseModelLoader
 from personalq.serving.requests import ServingError, one_line
 
 SINGLE_FILE_SUFFIXES = (".safetensors", ".ckpt")
@@ -45,8 +46,32 @@ def _single_file_keys(path: Path) -> list[str]:
     return list(checkpoint.get("state_dict", checkpoint))
 
 
+_LOADERS: list[BaseModelLoader] = []
+
+
+def register_base_loader(loader: BaseModelLoader) -> None:
+    """Serve the base models `loader` handles; loaders registered later are asked first, all before the built-in ones."""
+    _LOADERS.insert(0, loader)
+
+
+def _load_registered(spec: str, dtype: torch.dtype):
+    loader = next((candidate for candidate in _LOADERS if candidate.handles(spec)), None)
+    if loader is None:
+        return None
+    try:
+        return loader.load(spec, dtype), loader.family
+    except ServingError:
+        raise
+    except Exception as error:  # a loader's own failure is still one line for the user
+        raise ServingError(f"cannot load base model {spec!r}: {one_line(error)}") from error
+
+
 def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | Path | None = None):
-    """(pipeline, family) for "pq-nano", a local diffusers folder, a single-file checkpoint or a hub id."""
+    """(pipeline, family) for a registered loader's model, "pq-nano", a local diffusers folder, a single-file
+    checkpoint or a hub id."""
+    registered = _load_registered(spec, dtype)
+    if registered is not None:
+        return registered
     from diffusers import (
         DiffusionPipeline,
         StableDiffusionPipeline,

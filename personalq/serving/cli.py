@@ -1,4 +1,4 @@
-"""`personalq generate` and `personalq bench serve`: thin commands over `PipelineManager`."""
+"""`personalq generate`: a thin command over `PipelineManager`."""
 
 from __future__ import annotations
 
@@ -65,40 +65,5 @@ def generate(
     typer.echo(f"{out}  ({result.setting}, seed {result.seed}, {result.seconds:.2f} s, {result.resident_bytes / 2**20:.1f} MiB resident)")
 
 
-def serve_bench(
-    requests: Annotated[int, typer.Option(help="Requests to replay.")] = 200,
-    checkpoints: Annotated[int, typer.Option(help="LoRA checkpoints in the repository.")] = 20,
-    zipf: Annotated[float, typer.Option(help="Zipf exponent of checkpoint popularity.")] = 1.1,
-    setting: Annotated[str, typer.Option(help="Bit-width setting of every request, or several (FP32,W8A8,W4A8) that requests take in turn.")] = "W8A8",
-    model: Annotated[str, typer.Option(help="sd15-random (SD 1.5 UNet, random weights), pq-nano, or any base model.")] = "pq-nano",
-    steps: Annotated[int, typer.Option(help="Denoising steps per request.")] = 20,
-    size: Annotated[int | None, typer.Option(help="Image height and width (default: the model's).")] = None,
-    memory_budget: Annotated[float | None, typer.Option(help="Cache budget in MiB (default: unbounded).")] = None,
-    device: Annotated[str | None, typer.Option(help="cuda, cpu, ...")] = None,
-    naive: Annotated[bool, typer.Option("--naive/--no-naive", help="Also run the naive load-from-disk server.")] = True,
-    seed: Annotated[int, typer.Option()] = 0,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON here.")] = None,
-    repo: Annotated[Path | None, typer.Option(help="Folder of built LoRA checkpoints for this model, e.g. assets/demo_repo (default: random-weight LoRAs).")] = None,
-) -> None:
-    """Replay a Zipf workload of LoRA requests: throughput, latency, switch time, peak resident bytes."""
-    import json
-
-    from personalq.serving import ServingError
-    from personalq.serving.bench import bench_serve, figures_json, figures_table
-
-    budget = None if memory_budget is None else int(memory_budget * 2**20)
-    try:
-        results = bench_serve(model, requests, checkpoints, zipf, setting, steps, budget, size, device, seed, naive,
-                              repo=repo, log=lambda line: typer.echo(line, err=True))
-    except (ServingError, ValueError) as error:
-        _fail(str(error))
-    typer.echo(figures_table(results))
-    if budget is not None:
-        typer.echo(f"memory budget: {memory_budget:.1f} MiB; PersonalQ peak resident {results[0].peak_resident_bytes / 2**20:.1f} MiB")
-    if json_out is not None:
-        json_out.write_text(json.dumps(figures_json(results), indent=1))
-
-
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("generate")(generate)
-    bench_app.command("serve")(serve_bench)

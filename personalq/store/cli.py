@@ -1,4 +1,4 @@
-"""`personalq repo ...` and `personalq bench store`: a thin Typer front over `RepoStore`.
+"""`personalq repo ...`: a thin Typer front over `RepoStore`.
 
 Every command prints a readable rich table by default and JSON with `--json`. A refusal prints one
 line on stderr and exits with status 1. Imports that refuse some entries still add the rest, but
@@ -21,11 +21,17 @@ HomeOption = Annotated[
 
 
 def _open(home: Path | None, repair_files: bool = True):
+    """The repository as the app opens it (crash repair, the demo imported into an empty one, uploads
+    checked against the configured base); `repair_files=False` opens it as it is, for `repo check`."""
+    from personalq.library import open_repository, saved_settings
+    from personalq.service.settings import SettingsError
     from personalq.store import RepoStore, StoreError
 
     try:
-        return RepoStore.open(home, repair_files=repair_files)
-    except StoreError as error:
+        if not repair_files:
+            return RepoStore.open(home, repair_files=False)
+        return open_repository(home, saved_settings(home).base_model).repo
+    except (StoreError, SettingsError) as error:
         _fail(str(error))
 
 
@@ -257,17 +263,3 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         except OSError as error:
             _fail(f"{output}: cannot write ({error.strerror or error})")
         typer.echo(f"wrote {count} entries to {output}")
-
-    @bench_app.command("store")
-    def bench_store(
-        sizes: Annotated[str, typer.Option(help="Comma-separated catalog sizes.")] = "1000,10000",
-        as_json: JsonOption = False,
-    ) -> None:
-        """Time load-catalog, reopen, cards() and reindex on synthetic catalogs."""
-        from personalq.store.bench import run_store_bench
-
-        try:
-            counts = [int(part) for part in sizes.split(",") if part.strip()]
-        except ValueError:
-            _fail(f"--sizes: expected comma-separated integers, got {sizes!r}")
-        run_store_bench(counts, as_json=as_json)

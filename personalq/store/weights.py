@@ -28,9 +28,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from personalq.config import ASSETS_DIR
+from personalq.protocols import BaseShapes
 from personalq.store.errors import WeightsRefused
 
 MAX_EMBEDDING_VECTORS = 75
@@ -39,24 +40,6 @@ _FLOAT_DTYPES = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
 _LORA_KEY = re.compile(
     r"^(?P<module>.+?)(?:\.lora\.(?P<a>down|up)\.weight|\.lora_(?P<b>A|B)\.weight|\.processor\.(?P<proj>to_[qkv]|to_out)_lora\.(?P<c>down|up)\.weight)$"
 )
-
-
-class BaseShapes(Protocol):
-    """What validation needs to know about a base model, without loading its weights."""
-
-    name: str
-
-    def unet_shapes(self) -> Mapping[str, tuple[int, ...]]:
-        """The UNet's state-dict names (diffusers layout) and shapes."""
-        ...
-
-    def unet_config(self) -> dict[str, Any]:
-        """The UNet's diffusers config (to convert original-layout checkpoints)."""
-        ...
-
-    def text_widths(self) -> Mapping[str, int]:
-        """Token-embedding width per text encoder: {"text_encoder": 768, "text_encoder_2": 1280}."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -145,15 +128,19 @@ def _default_bases() -> dict[str, BaseShapes]:
 _BASES: dict[str, BaseShapes] = {}
 
 
+def _known_bases() -> dict[str, BaseShapes]:
+    if not _BASES:
+        _BASES.update(_default_bases())
+    return _BASES
+
+
 def register_base(shapes: BaseShapes) -> None:
     """Teach validation a base model (e.g. a user's diffusers folder as `FolderShapes`)."""
-    _BASES[shapes.name] = shapes
+    _known_bases()[shapes.name] = shapes  # the shipped ones stay known beside it
 
 
 def base_shapes(name: str | None) -> BaseShapes | None:
-    if not _BASES:
-        _BASES.update(_default_bases())
-    return _BASES.get(name) if name else None
+    return _known_bases().get(name) if name else None
 
 
 def served_bases(base_model: str | Path | None) -> dict[str, BaseShapes]:

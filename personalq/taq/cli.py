@@ -1,4 +1,4 @@
-"""`personalq quantize`, `personalq analyze tokens` and `personalq bench taq`: thin shells over personalq.taq."""
+"""`personalq quantize` and `personalq analyze tokens`: thin shells over personalq.taq."""
 
 from __future__ import annotations
 
@@ -94,31 +94,8 @@ def analyze_tokens_command(
         typer.echo(str(path))
 
 
-def bench_taq_command(
-    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "FP32,FP16,W8A8,W4A8,W8A4,W4A4",
-    calls: Annotated[int, typer.Option(help="Timed UNet calls per setting (median reported).")] = 1,
-    calibration_steps: Annotated[int, typer.Option(help="Calibration steps (one prompt, both CFG halves) per setting.")] = 1,
-    threads: Annotated[int, typer.Option(help="torch CPU threads (0 = torch's default).")] = 0,
-):
-    """SD 1.5 UNet (real config, random weights), CPU, 64x64 latents: bytes, BOPs, seconds per call."""
-    import torch
-
-    from personalq.taq.bench import benchmark_settings, markdown_table
-    from personalq.taq.config import SETTINGS
-
-    names = [s.strip().upper() for s in settings.split(",") if s.strip()]
-    unknown = [s for s in names if s not in SETTINGS]
-    if unknown:
-        _fail(f"unknown setting(s) {', '.join(unknown)}: choose from {', '.join(SETTINGS)}")
-    if threads > 0:
-        torch.set_num_threads(threads)
-    typer.echo(f"SD 1.5 UNet (random weights), batch 1, 64x64 latents, {torch.get_num_threads()} CPU threads, torch {torch.__version__}")
-    benchmark_settings(names, calls=calls, calibration_steps=calibration_steps, on_row=lambda rows: typer.echo(markdown_table(rows) + "\n"))
-
-
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("quantize")(quantize_command)
     analyze_app = typer.Typer(help="Analyses that write tables and charts.", no_args_is_help=True)
     analyze_app.command("tokens")(analyze_tokens_command)
     app.add_typer(analyze_app, name="analyze")
-    bench_app.command("taq")(bench_taq_command)
