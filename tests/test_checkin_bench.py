@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from personalq.checkin.bench import Prediction, score
+from personalq.eval.checkin_bench import Prediction, score
 from personalq.checkin.repo_prompts import generate
 from personalq.checkin.repo_prompts.oracle import TimeSpec, time_matches
 from personalq.checkin.repo_prompts.vocabularies import DEMO, UNSEEN

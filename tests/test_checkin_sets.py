@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from personalq.checkin.bench import Prediction, class_accuracy, make_method, read_jsonl, request_correct, score
+from personalq.eval.checkin_bench import Prediction, class_accuracy, make_method, read_jsonl, request_correct, score
 from personalq.checkin.checkin import CheckInResult
 from personalq.eval.checkin_sets import CATALOGS, SEED, catalog_path, load_split, split_requests, stratum
 

@@ -92,7 +92,7 @@ SPLIT_CHOICES = ("dev", "test", "all", "none")
 
 
 def _read_requests(prompts: Path) -> list[dict]:
-    from personalq.checkin.bench import read_jsonl
+    from personalq.eval.checkin_bench import read_jsonl
 
     if not prompts.is_file():
         _fail(f"{prompts}: no such file")
@@ -172,7 +172,7 @@ def bench_select(
 
     import torch
 
-    from personalq.checkin.bench import METHODS, class_accuracy, format_class_table, format_table, make_method, run_method, score
+    from personalq.eval.checkin_bench import METHODS, class_accuracy, format_class_table, format_table, make_method, run_method, score
     from personalq.checkin.rerank import ENV_MODEL
 
     torch.set_num_threads(threads)
@@ -244,7 +244,7 @@ def bench_scale(
     """Check-in latency p50/p95 as the catalog grows (20 categories x N/20 versions each)."""
     import torch
 
-    from personalq.checkin.bench import make_method, run_method, score
+    from personalq.eval.checkin_bench import make_method, run_method, score
     from personalq.checkin.checkin import CheckIn
     from personalq.checkin.repo_prompts import generate
     from personalq.config import personalq_home

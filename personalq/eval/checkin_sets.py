@@ -17,7 +17,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from personalq.checkin.bench import read_jsonl
+from personalq.eval.checkin_bench import read_jsonl
 
 DATA = Path(__file__).resolve().parent / "data" / "checkin"
 CATALOGS = ("demo", "atelier")

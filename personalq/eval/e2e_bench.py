@@ -56,7 +56,7 @@ class Selection:
 
 def select_all(store, requests: Sequence[dict], selectors: Sequence[str] = SELECTORS, seed: int = 0) -> list[Selection]:
     """Each selector's final checkpoint and rewritten prompt for every request with an intended checkpoint."""
-    from personalq.checkin.bench import make_method
+    from personalq.eval.checkin_bench import make_method
     from personalq.checkin.checkin import CheckIn, _utc
     from personalq.checkin.rewrite import rewrite_prompt
 
