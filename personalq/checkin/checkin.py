@@ -96,8 +96,9 @@ class CheckIn:
         if intent.order and satisfying:
             field_name, pick = intent.order
             dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)
-            if dated:
-                chosen = (max if pick == "max" else min)(dated, key=lambda i: snap.moment(i, field_name))
+            dated.sort(key=lambda i: snap.moment(i, field_name), reverse=pick == "max")
+            if len(dated) > intent.order_rank:
+                chosen = dated[intent.order_rank]
                 return self._select(request, intent, chosen, f"the {intent.order_words} of {len(satisfying)} that fit")
             satisfying = set()
         if not satisfying:

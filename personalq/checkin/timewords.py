@@ -44,7 +44,7 @@ PATTERNS = [
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
-    ("year", re.compile(r"\b(?:in|from|during|of|since)\s+((?:19|20)\d\d)\b", re.I)),
+    ("year", re.compile(r"\b(?:in|from|during|of|since|or|and|nor)\s+((?:19|20)\d\d)\b", re.I)),
 ]
 
 
