@@ -9,6 +9,7 @@ catalog lacks ("my giraffe"), so nothing can satisfy the request.
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -84,21 +85,40 @@ def _version_number(m: re.Match) -> int:
     return number - 1 if relation == "before" else number + 1 if relation == "after" else number
 
 
+# Words of the request grammar a typo may stand for ("frist", "verison", "lastest").
+_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "version", "revision",
+                            "iteration", "latest", "newest", "oldest", "earliest", "recent", "previous", "used", "never",
+                            "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago"])
+
+
 def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer: bool = False) -> Intent:
-    """`answer=True` parses a reply to a clarification question: no subject slot to fill there."""
+    """`answer=True` parses a reply to a clarification question: no subject slot to fill there.
+
+    Typos are corrected first, so every later step reads "horse" where "hrose" was typed."""
+    text = vocabulary.correct(text, _GRAMMAR_WORDS)
     intent = Intent(text)
     taken = _time_version_order(intent, now)
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
-        for j in unknown:
-            if scan.in_subject_slot(j):
-                tok = scan.toks[j]
-                intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
-                break
+        _absent_subject(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     return intent
+
+
+def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover noun in the subject slot that names a thing ("my spaceship") names a subject the
+    catalog lacks; a leftover that names nothing drawable ("hi", "surprise", "cgi") is passed over."""
+    passed = set(scan.modifiers)
+    for j in unknown:
+        if not scan.in_subject_slot(j, passed):
+            continue
+        tok = scan.toks[j]
+        if vocabulary.names_thing(tok.key):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            return
+        passed.add(j)
 
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import WordNet, wordnet
+from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -125,6 +126,20 @@ class CatalogVocabulary:
         self._sense_terms: dict[int, set[tuple[str, ...]]] | None = None  # a term's WordNet sense -> terms
         self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
+        self._spellers: dict[frozenset[str], Speller] = {}
+
+    def names_thing(self, word: str) -> bool:
+        """Whether an unknown word names something to draw (so a catalog without it has no match);
+        without WordNet every word is taken to."""
+        return self.lexicon is None or self.lexicon.names_thing(word)
+
+    def correct(self, text: str, grammar_words: frozenset[str]) -> str:
+        """`text` with typos of the catalog's words (and of the request grammar's) corrected."""
+        speller = self._spellers.get(grammar_words)
+        if speller is None:
+            words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
+            speller = self._spellers[grammar_words] = Speller(words | grammar_words, self.lexicon.is_word if self.lexicon else None)
+        return speller.correct(text)
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
         for attribute in self.ATTRIBUTES:

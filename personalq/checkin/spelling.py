@@ -1,0 +1,68 @@
+"""Typos corrected against the catalog's own words: "hrose" is horse, "bluprint" blueprint.
+
+Only a word that is no English word at all (WordNet knows no form of it) is corrected, and only to a
+word the catalog or the request grammar uses, within a small Damerau-Levenshtein distance, and only
+when that word is the single closest one (the margin): "tre" becomes tree when tree is the only
+word one edit away, while a word two catalog words are equally near stays as typed. An unknown word
+that misspells nothing is left alone, so it can still name a subject the catalog lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from rapidfuzz.distance import DamerauLevenshtein
+from rapidfuzz.process import extract
+
+_WORD = re.compile(r"[A-Za-z]+")
+MIN_LENGTH = 3
+CLIPPED_MIN_LENGTH = 4  # "riso" for risograph: a prefix this long of exactly one longer word
+
+
+def max_edits(word: str) -> int:
+    """One edit in a short word, two from seven letters on ("crossaint")."""
+    return 2 if len(word) >= 7 else 1
+
+
+class Speller:
+    def __init__(self, targets: Iterable[str], is_word: Callable[[str], bool] | None):
+        self.targets = sorted({t.lower() for t in targets if len(t) >= MIN_LENGTH and t.isalpha()})
+        self._known = set(self.targets)
+        self.is_word = is_word
+        self._cache: dict[str, str | None] = {}
+
+    def correct_word(self, word: str) -> str | None:
+        """The target word `word` misspells, or None."""
+        key = word.lower()
+        if key in self._cache:
+            return self._cache[key]
+        found = None
+        if len(key) >= MIN_LENGTH and key not in self._known and not (self.is_word and self.is_word(key)):
+            found = self._nearest(key) or self._clipped(key)
+        self._cache[key] = found
+        return found
+
+    def _nearest(self, key: str) -> str | None:
+        limit = max_edits(key)
+        best = extract(key, self.targets, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=2)
+        if not best or (len(best) > 1 and best[1][1] == best[0][1]):
+            return None
+        word, distance, _ = best[0]
+        return word if distance < len(key) - 1 else None
+
+    def _clipped(self, key: str) -> str | None:
+        if len(key) < CLIPPED_MIN_LENGTH:
+            return None
+        longer = [t for t in self.targets if t.startswith(key) and len(t) > len(key)]
+        return longer[0] if len(longer) == 1 else None
+
+    def correct(self, text: str) -> str:
+        """`text` with each misspelt word replaced by the word it stands for (case of the first letter kept)."""
+        def fix(m: re.Match) -> str:
+            found = self.correct_word(m.group())
+            if found is None:
+                return m.group()
+            return found.capitalize() if m.group()[0].isupper() else found
+
+        return _WORD.sub(fix, text)
