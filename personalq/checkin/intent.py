@@ -38,6 +38,9 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
 _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
+# Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
+_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
 
 
@@ -61,16 +64,39 @@ class Intent:
     order: tuple[str, str] | None = None  # (created|used|use_count, max|min)
     order_words: str = ""
     order_rank: int = 0  # 1: the second in that order ("the previous one")
+    comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
+    not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
 
     @property
     def subject(self) -> Constraint | None:
         return next((c for c in self.constraints if c.attribute == "subject" and not c.excluded), None)
+
+    def refined(self, other: Intent) -> Intent:
+        """This intent changed by a follow-up ("no, the realistic one", "same but for the cat"): each
+        attribute the follow-up names replaces its earlier value, a follow-up's exclusion drops the
+        term it excludes, and a follow-up's order word drops earlier version and date points ("car v2",
+        then "the oldest one"). Earlier option clicks answered an earlier question and are dropped."""
+        named = {c.attribute for c in other.constraints if not c.excluded}
+        replaced = set().union(*(_REPLACES.get(a, {a}) for a in named))
+        if other.order or other.comparative:
+            replaced |= {"version", "created"}
+        excluded = {(c.attribute, c.value) for c in other.constraints if c.excluded}
+        wanted = {(c.attribute, c.value) for c in other.constraints if not c.excluded}
+        kept = [c for c in self.constraints if c.attribute != "checkpoints"
+                and not (c.attribute in replaced and not c.excluded)
+                and (c.attribute, c.value) not in (wanted if c.excluded else excluded)]
+        order = (other.order, other.order_words, other.order_rank) if other.order else (
+            (None, "", 0) if other.comparative or "version" in named else (self.order, self.order_words, self.order_rank))
+        return Intent(self.text, [*kept, *other.constraints], *order)
 
     def merged(self, other: Intent) -> Intent:
         """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
         if other.order:
             return Intent(self.text, [*self.constraints, *other.constraints], other.order, other.order_words, other.order_rank)
         return Intent(self.text, [*self.constraints, *other.constraints], self.order, self.order_words, self.order_rank)
+
+
+_REPLACES = {"subject": {"subject", "unknown"}, "unknown": {"subject", "unknown"}}
 
 
 def _version_number(m: re.Match) -> int:
@@ -108,7 +134,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
 
 
 def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
-    """A leftover noun in the subject slot that names a thing ("my spaceship") names a subject the
+    """A leftover noun in the subject slot that names a thing ("my submarine") names a subject the
     catalog lacks; a leftover that names nothing drawable ("hi", "surprise", "cgi") is passed over."""
     passed = set(scan.modifiers)
     for j in unknown:
@@ -130,7 +156,7 @@ _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "c
 def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constraint]:
     """A term right after a negation ("but not the cartoon one", "except watercolor") rules its
     matches out instead of requiring them; the negation reaches back at most three words, and on
-    through a list ("anything but gouache or embroidery", "nothing from 2024 or 2025")."""
+    through a list ("anything but cartoon or pixel art", "nothing from 2024 or 2025")."""
     out: list[Constraint] = []
     previous: Constraint | None = None
     for c in sorted(constraints, key=lambda c: c.start):
@@ -197,6 +223,14 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         take(m.start(), m.end())
         for other in _ORDER.finditer(text):  # "the previous watch, not the newest one": one order only
             take(other.start(), other.end())
+    m = _COMPARATIVE.search(text)
+    if m and not any(taken[m.start():m.end()]):
+        intent.comparative = "older" if m.group(1).lower() in ("older", "earlier") else "newer"
+        take(m.start(), m.end())
+    m = _THAT_ONE.search(text)
+    if m:
+        intent.not_that_one = True
+        take(m.start(), m.end())
     for m in _ORDER.finditer(text):
         if any(taken[m.start():m.end()]) or intent.order:
             continue

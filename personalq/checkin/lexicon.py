@@ -158,8 +158,8 @@ class WordNet:
 
     def names_thing(self, word: str) -> bool:
         """Whether the word's usual noun sense is a specific drawable thing: a physical object at least
-        THING_MIN_DEPTH steps below physical entity ("spaceship", "giraffe", not "stuff" or "object"),
-        or an imaginary being ("dragon"). Greetings, feelings and fillers ("hi", "surprise") are not."""
+        THING_MIN_DEPTH steps below physical entity ("submarine", "giraffe", not "stuff" or "object"),
+        or an imaginary being ("griffin"). Greetings, feelings and fillers ("hi", "surprise") are not."""
         for sense in self.usual_senses(word):
             above = self.ancestors(sense, 20)
             if above.get(PHYSICAL_ENTITY, 0) >= THING_MIN_DEPTH or IMAGINARY_BEING in above:

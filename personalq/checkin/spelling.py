@@ -1,4 +1,4 @@
-"""Typos corrected against the catalog's own words: "hrose" is horse, "bluprint" blueprint.
+"""Typos corrected against the catalog's own words: "hrose" is horse, "realstic" realistic.
 
 Only a word that is no English word at all (WordNet knows no form of it) is corrected, and only to a
 word the catalog or the request grammar uses, within a small Damerau-Levenshtein distance, and only
@@ -17,7 +17,7 @@ from rapidfuzz.process import extract
 
 _WORD = re.compile(r"[A-Za-z]+")
 MIN_LENGTH = 3
-CLIPPED_MIN_LENGTH = 4  # "riso" for risograph: a prefix this long of exactly one longer word
+CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
 
 
 def max_edits(word: str) -> int:
