@@ -42,6 +42,7 @@ _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
+_OPENING_ARTICLES = frozenset({"a", "an"})  # "a dragon" as a whole message; "holding a balloon" is prompt context
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class _Scan:
         k = j - 1
         while k >= 0 and k in skip:
             k -= 1
-        return k < 0 or self.toks[k].key in _SUBJECT_SLOT
+        return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (k == 0 and self.toks[k].key in _OPENING_ARTICLES)
 
 
 def _time_version_order(intent: Intent, now: datetime) -> list[bool]:

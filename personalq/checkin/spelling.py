@@ -26,9 +26,10 @@ def max_edits(word: str) -> int:
 
 
 class Speller:
-    def __init__(self, targets: Iterable[str], is_word: Callable[[str], bool] | None):
+    def __init__(self, targets: Iterable[str], known: Iterable[str], is_word: Callable[[str], bool] | None):
         self.targets = sorted({t.lower() for t in targets if len(t) >= MIN_LENGTH and t.isalpha()})
-        self._known = set(self.targets)
+        self._target_set = set(self.targets)
+        self._known = self._target_set | {k.lower() for k in known}
         self.is_word = is_word
         self._cache: dict[str, str | None] = {}
 
@@ -49,6 +50,8 @@ class Speller:
         if not best or (len(best) > 1 and best[1][1] == best[0][1]):
             return None
         word, distance, _ = best[0]
+        if len(key) <= MIN_LENGTH and len(word) <= len(key) and sorted(word) != sorted(key):
+            return None  # a three-letter word may lack a letter ("tre") or swap two ("teh"), never change one ("idk")
         return word if distance < len(key) - 1 else None
 
     def _clipped(self, key: str) -> str | None:
@@ -57,12 +60,33 @@ class Speller:
         longer = [t for t in self.targets if t.startswith(key) and len(t) > len(key)]
         return longer[0] if len(longer) == 1 else None
 
+    def joined(self, text: str) -> str:
+        """Two typed words that together spell one target word ("tree house") as that word, unless
+        each is a target word on its own."""
+        words = list(_WORD.finditer(text))
+        out, last = [], 0
+        i = 0
+        while i < len(words):
+            a = words[i]
+            if i + 1 < len(words):
+                b = words[i + 1]
+                whole = (a.group() + b.group()).lower()
+                gap = text[a.end():b.start()]
+                if whole in self._target_set and re.fullmatch(r"[ -]", gap) and not (
+                        a.group().lower() in self._target_set and b.group().lower() in self._target_set):
+                    out += [text[last:a.start()], whole]
+                    last, i = b.end(), i + 2
+                    continue
+            i += 1
+        return "".join(out) + text[last:]
+
     def correct(self, text: str) -> str:
-        """`text` with each misspelt word replaced by the word it stands for (case of the first letter kept)."""
+        """`text` with each misspelt word replaced by the word it stands for (case of the first letter
+        kept), and split words joined."""
         def fix(m: re.Match) -> str:
             found = self.correct_word(m.group())
             if found is None:
                 return m.group()
             return found.capitalize() if m.group()[0].isupper() else found
 
-        return _WORD.sub(fix, text)
+        return self.joined(_WORD.sub(fix, text))

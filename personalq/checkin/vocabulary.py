@@ -138,7 +138,7 @@ class CatalogVocabulary:
         speller = self._spellers.get(grammar_words)
         if speller is None:
             words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
-            speller = self._spellers[grammar_words] = Speller(words | grammar_words, self.lexicon.is_word if self.lexicon else None)
+            speller = self._spellers[grammar_words] = Speller(words | grammar_words, STOP_WORDS, self.lexicon.is_word if self.lexicon else None)
         return speller.correct(text)
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -164,8 +164,26 @@ class CatalogVocabulary:
                 elif lexical is not None and lexical[1] in self.categories and self.term_categories[found[1]] == {lexical[1]}:
                     # A word broader than the sub-type the embedder saw ("seat" for "stool") names the category.
                     found = ("subject", lexical[1], found[2])
+        if found is not None and found[0] == "subject" and self._outside_category(phrase, found[1]):
+            found = None
         self._word_cache[phrase] = found
         return found
+
+    def _outside_category(self, phrase: str, key: tuple[str, ...]) -> bool:
+        """A sub-type broader than its category ("vehicle" on cards of cars) takes a word only if the
+        word is a kind of the category too: a submarine is a vehicle, yet no car."""
+        lex = self.lexicon
+        if lex is None or key in self.categories:
+            return False
+        usual = lex.usual_senses(phrase)
+        if not usual:
+            return False
+        term_senses = set(lex.senses(self.labels[("subject", key)]))
+        category_senses = {o for c in self.term_categories[key] for o in lex.senses(self.labels.get(("subject", c), " ".join(c)))}
+        if not any(term_senses & lex.ancestors(o, LEXICON_SENSE_DEPTH).keys() for o in category_senses):
+            return False
+        reach = set().union(*(lex.ancestors(o, LEXICON_SENSE_DEPTH + LEXICON_MAX_UP).keys() for o in usual))
+        return not reach & category_senses
 
     def _by_spelling(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon"."""
