@@ -42,7 +42,7 @@ _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
-_OPENING_ARTICLES = frozenset({"a", "an"})  # "a dragon" as a whole message; "holding a balloon" is prompt context
+_OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
 
 
 @dataclass(frozen=True)
