@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -282,7 +282,21 @@ class Conversation:
             self.intent = before
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
+        if self.last.action == "no_match":
+            self._drop_earlier(follow)
         return self.last
+
+    def _drop_earlier(self, follow: Intent) -> None:
+        """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
+        realistic one") drops that constraint: the latest earlier one whose removal lets something fit."""
+        new = set(map(id, follow.constraints))
+        earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")]
+        for c in reversed(earlier):
+            relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if x is not c])
+            result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
+            if result.action != "no_match":
+                self.intent, self.last = relaxed, result
+                return
 
     def _narrow(self, extra: Intent) -> CheckInResult:
         """An answer to the open question: decide again among the checkpoints it offered."""

@@ -130,6 +130,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
         _absent_subject(intent, scan, unknown, vocabulary)
+    if "style" not in scan.found:
+        _absent_style(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     return intent
 
@@ -146,6 +148,16 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
             return
         passed.add(j)
+
+
+def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover word that names a kind of art ("origami", "a pencil sketch") asks for a style the
+    catalog lacks. A word merely before "style" does not: it may be a synonym the catalog cannot place."""
+    for j in unknown:
+        tok = scan.toks[j]
+        if vocabulary.names_art_form(tok.key):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            return
 
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"

@@ -29,6 +29,9 @@ _SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", 
 PHYSICAL_ENTITY = 1930
 IMAGINARY_BEING = 9483738
 THING_MIN_DEPTH = 4
+# art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
+# a word below one of them names a way of making images, that is a style.
+ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -165,6 +168,10 @@ class WordNet:
             if above.get(PHYSICAL_ENTITY, 0) >= THING_MIN_DEPTH or IMAGINARY_BEING in above:
                 return True
         return False
+
+    def names_art_form(self, word: str) -> bool:
+        """Whether the word's usual noun sense is a kind of art or drawing ("origami", "sketch", "fresco")."""
+        return any(ART_FORMS & self.ancestors(sense, 12).keys() for sense in self.usual_senses(word))
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)

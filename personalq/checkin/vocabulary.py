@@ -133,6 +133,10 @@ class CatalogVocabulary:
         without WordNet every word is taken to."""
         return self.lexicon is None or self.lexicon.names_thing(word)
 
+    def names_art_form(self, word: str) -> bool:
+        """Whether an unknown word names a style (a kind of art); without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_art_form(word)
+
     def correct(self, text: str, grammar_words: frozenset[str]) -> str:
         """`text` with typos of the catalog's words (and of the request grammar's) corrected."""
         speller = self._spellers.get(grammar_words)
