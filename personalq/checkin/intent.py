@@ -151,7 +151,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
-    """A leftover word that names a kind of art ("origami", "a pencil sketch") asks for a style the
+    """A leftover word that names a kind of art ("fresco", "a pencil sketch") asks for a style the
     catalog lacks. A word merely before "style" does not: it may be a synonym the catalog cannot place."""
     for j in unknown:
         tok = scan.toks[j]

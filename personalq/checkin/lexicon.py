@@ -170,7 +170,7 @@ class WordNet:
         return False
 
     def names_art_form(self, word: str) -> bool:
-        """Whether the word's usual noun sense is a kind of art or drawing ("origami", "sketch", "fresco")."""
+        """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching")."""
         return any(ART_FORMS & self.ancestors(sense, 12).keys() for sense in self.usual_senses(word))
 
     def synset(self, offset: int) -> Synset:
