@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from personalq.checkin.intent import Constraint, Intent, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
+from personalq.checkin.timewords import TimeWindow
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
+_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -96,8 +98,9 @@ class CheckIn:
         if intent.order and satisfying:
             field_name, pick = intent.order
             dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)
-            if dated:
-                chosen = (max if pick == "max" else min)(dated, key=lambda i: snap.moment(i, field_name))
+            dated.sort(key=lambda i: snap.moment(i, field_name), reverse=pick == "max")
+            if len(dated) > intent.order_rank:
+                chosen = dated[intent.order_rank]
                 return self._select(request, intent, chosen, f"the {intent.order_words} of {len(satisfying)} that fit")
             satisfying = set()
         if not satisfying:
@@ -245,26 +248,91 @@ class Conversation:
         return self.last
 
     def answer(self, reply: str | ClarificationOption) -> CheckInResult:
-        """Take a clicked option or typed text as more constraints and decide again."""
-        if self.last is None or self.last.action != "clarify":
+        """The next message: a clicked option or typed answer narrows the open question; a refinement
+        ("no, the realistic one", "same but for the cat", "the older one") changes the earlier request;
+        a new full request (another subject, no "same") starts a new selection."""
+        if self.last is None:
             return self.ask(reply.label if isinstance(reply, ClarificationOption) else reply)
-        options = self.last.options
-        self.checkin.refresh()
-        if isinstance(reply, str):
+        asked = self.last.action == "clarify"
+        snap = self.checkin.refresh()
+        if asked and isinstance(reply, str):
             m = _PICK_OPTION.match(reply)
-            if m and _OPTION_INDEX[m.group(1).lower()] < len(options):
-                reply = options[_OPTION_INDEX[m.group(1).lower()]]
+            if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
+                reply = self.last.options[_OPTION_INDEX[m.group(1).lower()]]
         if isinstance(reply, ClarificationOption):
-            extra = Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)])
-        else:
-            extra = parse_intent(reply, self.checkin.snapshot.vocabulary, self.now, answer=True)
-            if not extra.constraints and not extra.order:
-                chosen = [o for o in options if re.search(rf"\b{re.escape(o.value)}\b", reply, re.I)]
-                if len(chosen) != 1:
-                    self.last.reason = f"“{reply}” does not narrow it down"
-                    return self.last
-                extra = Intent(reply, [Constraint("checkpoints", frozenset(chosen[0].checkpoint_ids), reply)])
+            if not asked:
+                return self.ask(reply.label)
+            return self._narrow(Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)]))
+        full = parse_intent(reply, snap.vocabulary, self.now)
+        if self._is_new_request(full, reply):
+            return self.ask(reply)
+        follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
+        follow = self._about_last(follow)
+        if asked and not follow.constraints and not follow.order:
+            chosen = [o for o in self.last.options if re.search(rf"\b{re.escape(o.value)}\b", reply, re.I)]
+            if len(chosen) != 1:
+                self.last.reason = f"“{reply}” does not narrow it down"
+                return self.last
+            return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(chosen[0].checkpoint_ids), reply)]))
+        if asked:  # an answer that fits an offered checkpoint answers the question; else it changes the request
+            before = self.intent
+            narrowed = self._narrow(follow)
+            if narrowed.action != "no_match":
+                return narrowed
+            self.intent = before
+        self.intent = self.intent.refined(follow)
+        self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
+        if self.last.action == "no_match":
+            self._drop_earlier(follow)
+        return self.last
+
+    def _drop_earlier(self, follow: Intent) -> None:
+        """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
+        realistic one") drops that constraint: the latest earlier one whose removal lets something fit."""
+        new = set(map(id, follow.constraints))
+        earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")]
+        for c in reversed(earlier):
+            relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if x is not c])
+            result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
+            if result.action != "no_match":
+                self.intent, self.last = relaxed, result
+                return
+
+    def _narrow(self, extra: Intent) -> CheckInResult:
+        """An answer to the open question: decide again among the checkpoints it offered."""
         plausible = set(self.last.plausible_ids)
         self.intent = self.intent.merged(extra)
         self.last = self.checkin.decide(self.request, self.intent, self.now, plausible)
         return self.last
+
+    def _is_new_request(self, full: Intent, text: str) -> bool:
+        """Another subject than the one asked for, and no word tying it to the earlier request."""
+        if _SAME.match(text):
+            return False
+        snap = self.checkin.snapshot
+        new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
+        old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
+        if not new or not old:
+            return False
+        return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
+
+    def _about_last(self, follow: Intent) -> Intent:
+        """"not that one", "the older one": constraints relative to the checkpoint chosen last."""
+        if not (follow.not_that_one or follow.comparative):
+            return follow
+        if self.last.action != "select":  # among the offered ones: the older or newer of them
+            if follow.comparative and not follow.order:
+                follow.order = ("created", "min" if follow.comparative == "older" else "max")
+                follow.order_words = follow.comparative
+                follow.comparative = ""
+            return follow
+        chosen = self.checkin.snapshot.cards[self.last.checkpoint_id]
+        if follow.not_that_one:
+            follow.constraints.append(Constraint("checkpoints", frozenset({chosen.id}), "that one", excluded=True))
+        if follow.comparative == "older":
+            follow.constraints.append(Constraint("created", TimeWindow("older", end=chosen.created_at), "older"))
+            follow.order, follow.order_words = ("created", "max"), "older"
+        elif follow.comparative == "newer":
+            follow.constraints.append(Constraint("created", TimeWindow("newer", start=chosen.created_at + timedelta(seconds=1)), "newer"))
+            follow.order, follow.order_words = ("created", "min"), "newer"
+        return follow

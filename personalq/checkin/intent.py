@@ -9,6 +9,7 @@ catalog lacks ("my giraffe"), so nothing can satisfy the request.
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -20,21 +21,35 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
              "eighteenth", "nineteenth", "twentieth"]
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-_VERSION = re.compile(
-    r"\bv(?:er)?\.?\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.)\s*(?:number\s+|no\.\s*)?(\d+|"
-    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:version|revision|iteration)\b", re.I)
+_VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.)\s*(?:number\s+|no\.\s*)?(\d+|"
+                   + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
+# "the one before v4", "right after number 2": a version named relative to another.
+_VERSION = re.compile(r"(?:\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?:the\s+)?)?" + _VERSION_NUMBER, re.I)
+# "the previous one", "the one before the latest", "not the newest one": the second in that order.
+_SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
+                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
+                     r"(?:but\s+)?not\s+the\s+(?:latest|newest|most\s+recent)(?:\s+one)?)\b", re.I)
+# Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
+_MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
+                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to)\b", re.I)
+_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|rarely\s+used?)\b", re.I)
+_NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first)\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
 _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
+# Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
+_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
+_OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
 
 
 @dataclass(frozen=True)
 class Constraint:
     """One requirement; `words` are the user's words for it, `start`/`end` their place in the text."""
 
-    attribute: str  # subject | style | environment | cue | version | created | used | unknown | checkpoints
+    attribute: str  # subject | style | environment | cue | version | created | used | never_used | unknown | checkpoints
     value: object
     words: str
     start: int = -1
@@ -47,54 +62,125 @@ class Constraint:
 class Intent:
     text: str
     constraints: list[Constraint] = field(default_factory=list)
-    order: tuple[str, str] | None = None  # (created|used, max|min)
+    order: tuple[str, str] | None = None  # (created|used|use_count, max|min)
     order_words: str = ""
+    order_rank: int = 0  # 1: the second in that order ("the previous one")
+    comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
+    not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
 
     @property
     def subject(self) -> Constraint | None:
         return next((c for c in self.constraints if c.attribute == "subject" and not c.excluded), None)
 
+    def refined(self, other: Intent) -> Intent:
+        """This intent changed by a follow-up ("no, the realistic one", "same but for the cat"): each
+        attribute the follow-up names replaces its earlier value, a follow-up's exclusion drops the
+        term it excludes, and a follow-up's order word drops earlier version and date points ("car v2",
+        then "the oldest one"). Earlier option clicks answered an earlier question and are dropped."""
+        named = {c.attribute for c in other.constraints if not c.excluded}
+        replaced = set().union(*(_REPLACES.get(a, {a}) for a in named))
+        if other.order or other.comparative:
+            replaced |= {"version", "created"}
+        excluded = {(c.attribute, c.value) for c in other.constraints if c.excluded}
+        wanted = {(c.attribute, c.value) for c in other.constraints if not c.excluded}
+        kept = [c for c in self.constraints if c.attribute != "checkpoints"
+                and not (c.attribute in replaced and not c.excluded)
+                and (c.attribute, c.value) not in (wanted if c.excluded else excluded)]
+        order = (other.order, other.order_words, other.order_rank) if other.order else (
+            (None, "", 0) if other.comparative or "version" in named else (self.order, self.order_words, self.order_rank))
+        return Intent(self.text, [*kept, *other.constraints], *order)
+
     def merged(self, other: Intent) -> Intent:
         """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
-        return Intent(self.text, [*self.constraints, *other.constraints], other.order or self.order,
-                      other.order_words or self.order_words)
+        if other.order:
+            return Intent(self.text, [*self.constraints, *other.constraints], other.order, other.order_words, other.order_rank)
+        return Intent(self.text, [*self.constraints, *other.constraints], self.order, self.order_words, self.order_rank)
+
+
+_REPLACES = {"subject": {"subject", "unknown"}, "unknown": {"subject", "unknown"}}
 
 
 def _version_number(m: re.Match) -> int:
-    if m.group(1):
-        return int(m.group(1))
-    if m.group(2):
-        return int(m.group(2)) if m.group(2).isdigit() else _NUMBERS.index(m.group(2).lower()) + 1
-    return _ORDINALS.index(m.group(3).lower()) + 1
+    digits, spoken, ordinal = m.group(2) or m.group(3), m.group(4), m.group(5)
+    if digits:
+        number = int(digits)
+    elif spoken:
+        number = int(spoken) if spoken.isdigit() else _NUMBERS.index(spoken.lower()) + 1
+    else:
+        number = _ORDINALS.index(ordinal.lower()) + 1
+    relation = (m.group(1) or "").lower()
+    return number - 1 if relation == "before" else number + 1 if relation == "after" else number
+
+
+# Words of the request grammar a typo may stand for ("frist", "verison", "lastest").
+_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "version", "revision",
+                            "iteration", "latest", "newest", "oldest", "earliest", "recent", "previous", "used", "never",
+                            "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago"])
 
 
 def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer: bool = False) -> Intent:
-    """`answer=True` parses a reply to a clarification question: no subject slot to fill there."""
+    """`answer=True` parses a reply to a clarification question: no subject slot to fill there.
+
+    Typos are corrected first, so every later step reads "horse" where "hrose" was typed."""
+    text = vocabulary.correct(text, _GRAMMAR_WORDS)
     intent = Intent(text)
     taken = _time_version_order(intent, now)
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
-        for j in unknown:
-            if scan.in_subject_slot(j):
-                tok = scan.toks[j]
-                intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
-                break
-    intent.constraints = [_with_exclusion(text, c) for c in intent.constraints]
+        _absent_subject(intent, scan, unknown, vocabulary)
+    if "style" not in scan.found:
+        _absent_style(intent, scan, unknown, vocabulary)
+    intent.constraints = _with_exclusions(text, intent.constraints)
     return intent
 
 
-_EXCLUSION = re.compile(r"\b(?:not|no|except|excluding|without|other\s+than|isn'?t|aren'?t)\b(?:\s+\w+){0,3}\s*$", re.I)
-_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue"})
+def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover noun in the subject slot that names a thing ("my submarine") names a subject the
+    catalog lacks; a leftover that names nothing drawable ("hi", "surprise", "cgi") is passed over."""
+    passed = set(scan.modifiers)
+    for j in unknown:
+        if not scan.in_subject_slot(j, passed):
+            continue
+        tok = scan.toks[j]
+        if vocabulary.names_thing(tok.key):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            return
+        passed.add(j)
 
 
-def _with_exclusion(text: str, c: Constraint) -> Constraint:
+def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover word that names a kind of art ("fresco", "a pencil sketch") asks for a style the
+    catalog lacks. A word merely before "style" does not: it may be a synonym the catalog cannot place."""
+    for j in unknown:
+        tok = scan.toks[j]
+        if vocabulary.names_art_form(tok.key):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            return
+
+
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"
+                        r"(?:\s+\w+){0,3}\s*$", re.I)
+_COORDINATION = re.compile(r"\s*(?:,|/|or|nor|and|,\s*or|,\s*nor|,\s*and)\s*(?:the\s+)?$", re.I)
+_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used"})
+
+
+def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constraint]:
     """A term right after a negation ("but not the cartoon one", "except watercolor") rules its
-    matches out instead of requiring them; the negation reaches back at most three words."""
-    if c.attribute not in _EXCLUDABLE or c.start < 0 or not _EXCLUSION.search(text[:c.start]):
-        return c
-    return replace(c, excluded=True)
+    matches out instead of requiring them; the negation reaches back at most three words, and on
+    through a list ("anything but cartoon or pixel art", "nothing from 2024 or 2025")."""
+    out: list[Constraint] = []
+    previous: Constraint | None = None
+    for c in sorted(constraints, key=lambda c: c.start):
+        if c.attribute in _EXCLUDABLE and c.start >= 0:
+            listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(text[previous.end:c.start])
+            if listed or _EXCLUSION.search(text[:c.start]):
+                c = replace(c, excluded=True)
+        out.append(c)
+        if c.start >= 0:
+            previous = c
+    return out
 
 
 @dataclass
@@ -113,7 +199,7 @@ class _Scan:
         k = j - 1
         while k >= 0 and k in skip:
             k -= 1
-        return k < 0 or self.toks[k].key in _SUBJECT_SLOT
+        return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (k == 0 and self.toks[k].key in _OPENING_ARTICLES)
 
 
 def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
@@ -132,6 +218,32 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         if not any(taken[m.start():m.end()]):
             intent.constraints.append(Constraint("version", _version_number(m), m.group(0), m.start(), m.end()))
             take(m.start(), m.end())
+            if m.group(6) and m.group(6).lower() not in STOP_WORDS:  # "the second tree version": the subject stays
+                taken[m.start(6):m.end(6)] = [False] * (m.end(6) - m.start(6))
+    for m in _NEVER_USED.finditer(text):
+        if not any(taken[m.start():m.end()]):
+            intent.constraints.append(Constraint("never_used", True, m.group(0), m.start(), m.end()))
+            take(m.start(), m.end())
+    for pattern, pick in ((_MOST_USED, "max"), (_LEAST_USED, "min")):
+        m = pattern.search(text)
+        if m and not intent.order and not any(taken[m.start():m.end()]):
+            intent.order, intent.order_words = ("use_count", pick), m.group(0)
+            take(m.start(), m.end())
+    m = _SECOND.search(text)
+    if m and not intent.order and not any(taken[m.start():m.end()]):
+        oldest = (m.group(1) or "").lower() in ("oldest", "earliest")
+        intent.order, intent.order_words, intent.order_rank = ("created", "min" if oldest else "max"), m.group(0), 1
+        take(m.start(), m.end())
+        for other in _ORDER.finditer(text):  # "the previous watch, not the newest one": one order only
+            take(other.start(), other.end())
+    m = _COMPARATIVE.search(text)
+    if m and not any(taken[m.start():m.end()]):
+        intent.comparative = "older" if m.group(1).lower() in ("older", "earlier") else "newer"
+        take(m.start(), m.end())
+    m = _THAT_ONE.search(text)
+    if m:
+        intent.not_that_one = True
+        take(m.start(), m.end())
     for m in _ORDER.finditer(text):
         if any(taken[m.start():m.end()]) or intent.order:
             continue

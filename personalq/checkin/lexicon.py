@@ -25,7 +25,19 @@ from pathlib import Path
 _SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"), ("s", ""))
 
 
+# WordNet 3.0 noun synset offsets: physical_entity.n.01 and imaginary_being.n.01.
+PHYSICAL_ENTITY = 1930
+IMAGINARY_BEING = 9483738
+THING_MIN_DEPTH = 4
+# art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
+# a word below one of them names a way of making images, that is a style.
+ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
+
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
+# The other parts of speech, read when present, only to tell a word from a typo.
+_WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc")
+# Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
+_INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""))
 
 
 @dataclass(frozen=True)
@@ -41,9 +53,11 @@ class WordNet:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._maps = {}
-        for name in _FILES:
-            with open(self.root / name, "rb") as f:
-                self._maps[name] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        for name in dict.fromkeys(_FILES + _WORD_FILES):
+            path = self.root / name
+            if name in _FILES or (path.is_file() and path.stat().st_size):
+                with open(path, "rb") as f:
+                    self._maps[name] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         self._synsets: dict[int, Synset] = {}
         self._lock = threading.Lock()
 
@@ -133,6 +147,31 @@ class WordNet:
             forms += line.decode().split()[1:]
         forms += [lemma[: -len(suffix)] + base for suffix, base in _SUFFIXES if lemma.endswith(suffix) and len(lemma) > len(suffix) + 1]
         return forms
+
+    def is_word(self, word: str) -> bool:
+        """Whether WordNet knows the word, or a plain inflection of it, in any part of speech."""
+        lemma = word.lower()
+        forms = [lemma] + [lemma[: -len(suffix)] + base for suffix, base in _INFLECTIONS
+                           if lemma.endswith(suffix) and len(lemma) > len(suffix) + 2]
+        for form in forms:
+            key = form.encode("utf-8", "ignore")
+            if any(self._line(name, key) for name in _WORD_FILES if name in self._maps):
+                return True
+        return False
+
+    def names_thing(self, word: str) -> bool:
+        """Whether the word's usual noun sense is a specific drawable thing: a physical object at least
+        THING_MIN_DEPTH steps below physical entity ("submarine", "giraffe", not "stuff" or "object"),
+        or an imaginary being ("griffin"). Greetings, feelings and fillers ("hi", "surprise") are not."""
+        for sense in self.usual_senses(word):
+            above = self.ancestors(sense, 20)
+            if above.get(PHYSICAL_ENTITY, 0) >= THING_MIN_DEPTH or IMAGINARY_BEING in above:
+                return True
+        return False
+
+    def names_art_form(self, word: str) -> bool:
+        """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching")."""
+        return any(ART_FORMS & self.ancestors(sense, 12).keys() for sense in self.usual_senses(word))
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)

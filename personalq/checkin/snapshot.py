@@ -55,10 +55,21 @@ class CatalogSnapshot:
             if v.end is not None:
                 mask &= seconds < v.end.timestamp()
             return set(self._id_array[mask].tolist())
+        if a == "never_used":
+            return {i for i, c in self.cards.items() if c.last_used_at is None and not use_count(c)}
         if a == "checkpoints":
             return set(v)
         return set()  # unknown subject: nothing has it
 
     def moment(self, checkpoint_id: str, field: str):
+        """What an order word sorts by: created_at, last_used_at or the use count (None: unknown)."""
         card = self.cards[checkpoint_id]
+        if field == "use_count":
+            return use_count(card)
         return card.created_at if field == "created" else card.last_used_at
+
+
+def use_count(card) -> int | None:
+    """How often a checkpoint was used, where its catalog entry says (an extra `use_count` key)."""
+    count = (card.raw_metadata or {}).get("use_count")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None

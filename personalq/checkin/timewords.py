@@ -19,22 +19,32 @@ from dateutil.relativedelta import relativedelta
 
 SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11), "winter": (12, 1, 2)}
 _MONTHS = "|".join(calendar.month_name[1:])
-_MONTH_ABBR = "|".join(calendar.month_abbr[1:])
+_MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
 _MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
+# "may" and "march" are also verbs: lower-case, they name a month only after a word that introduces one.
+_VERB_MONTH = re.compile(r"^(?:may|march)$")
+_MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the|this|last|and|between)\s+$", re.I)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
+_POINT = rf"(?:{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}})"
 _NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
 # Order matters: longer, more specific phrases first; each match consumes its characters.
 PATTERNS = [
-    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}})\b", re.I)),
-    ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b", re.I)),
+    ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
+    ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
+    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
     ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
-    ("month", re.compile(rf"\b{_PREP}({_MONTH})\b")),  # case-sensitive: "may" the verb is not May
-    ("year", re.compile(r"\b(?:in|from|during|of|since)\s+((?:19|20)\d\d)\b", re.I)),
+    ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
+    ("year", re.compile(r"\b(?:in|from|during|of|since|or|and|nor)\s+((?:19|20)\d\d)\b", re.I)),
 ]
 
 
@@ -95,19 +105,26 @@ def _latest_start(month: int, now: datetime) -> datetime:
     return start if start <= now else start - relativedelta(years=1)
 
 
-def _bound(kind: str, target: str, now: datetime) -> tuple[datetime | None, datetime | None] | None:
+def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """The calendar span a named point covers: a year, the latest month of that name not after `now`,
+    or a day or month that dateparser reads (a day without a year is its latest past occurrence)."""
     if re.fullmatch(r"\d{4}", target):
         first = datetime(int(target), 1, 1, tzinfo=timezone.utc)
-        span = (first, first + relativedelta(years=1))
-    elif re.fullmatch(_MONTH, target, re.I):
+        return first, first + relativedelta(years=1)
+    if re.fullmatch(_MONTH, target, re.I):
         first = _latest_start(_month_number(target), now)
-        span = (first, first + relativedelta(months=1))
-    else:
-        moment = _moment(target, now)
-        if moment is None:
-            return None
-        unit = "day" if re.search(r"\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}", target) else "month"
-        span = _span(moment, unit)
+        return first, first + relativedelta(months=1)
+    moment = _moment(target, now)
+    if moment is None:
+        return None
+    by_month = re.fullmatch(rf"{_MONTH}\s+\d{{4}}", target, re.I)
+    return _span(moment, "month" if by_month else "day")
+
+
+def _bound(kind: str, target: str, now: datetime) -> tuple[datetime | None, datetime | None] | None:
+    span = _point_span(target, now)
+    if span is None:
+        return None
     if kind == "before":
         return None, span[0]
     if kind == "until":
@@ -117,6 +134,21 @@ def _bound(kind: str, target: str, now: datetime) -> tuple[datetime | None, date
     return span[0], None
 
 
+def _between(first: str, last: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """From the start of `first` to the end of `last`; a month without a year is read back from `last`."""
+    end = _point_span(last, now)
+    if end is None:
+        return None
+    start = _point_span(first, end[1] - timedelta(seconds=1))
+    return None if start is None or start[0] >= end[1] else (start[0], end[1])
+
+
+def _is_verb_month(text: str, m: re.Match, group: int) -> bool:
+    """Lower-case "may"/"march" with no word before it that introduces a date ("you may", "march on")."""
+    word = m.group(group)
+    return bool(_VERB_MONTH.match(word)) and not _MONTH_CUE.search(text[:m.start(group)])
+
+
 def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, int]]:
     """Every time phrase in `text` as (window, start, end) character spans, left to right."""
     found: list[tuple[TimeWindow, int, int]] = []
@@ -124,6 +156,8 @@ def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, i
     for kind, pattern in PATTERNS:
         for m in pattern.finditer(text):
             if any(taken[m.start():m.end()]):
+                continue
+            if kind in ("month", "month_rel_year") and _is_verb_month(text, m, 1):
                 continue
             window = _window(kind, m, now)
             if window is None:
@@ -135,6 +169,18 @@ def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, i
 
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     words = m.group(0).strip()
+    if kind == "between":
+        bounds = _between(m.group(1), m.group(2), now)
+        return None if bounds is None else TimeWindow(words, *bounds)
+    if kind == "rolling":
+        count = m.group(1).lower()
+        count = int(count) if count.isdigit() else _COUNT_WORDS.get(count, 1)
+        start, _ = _day(now - relativedelta(**{m.group(2).lower() + "s": count}))
+        return TimeWindow(words, start, None)
+    if kind == "month_rel_year":
+        year = now.year - (m.group(2).lower() == "last")
+        first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
+        return TimeWindow(words, first, first + relativedelta(months=1))
     if kind == "bound":
         bounds = _bound(m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import WordNet, wordnet
+from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -125,6 +126,24 @@ class CatalogVocabulary:
         self._sense_terms: dict[int, set[tuple[str, ...]]] | None = None  # a term's WordNet sense -> terms
         self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
+        self._spellers: dict[frozenset[str], Speller] = {}
+
+    def names_thing(self, word: str) -> bool:
+        """Whether an unknown word names something to draw (so a catalog without it has no match);
+        without WordNet every word is taken to."""
+        return self.lexicon is None or self.lexicon.names_thing(word)
+
+    def names_art_form(self, word: str) -> bool:
+        """Whether an unknown word names a style (a kind of art); without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_art_form(word)
+
+    def correct(self, text: str, grammar_words: frozenset[str]) -> str:
+        """`text` with typos of the catalog's words (and of the request grammar's) corrected."""
+        speller = self._spellers.get(grammar_words)
+        if speller is None:
+            words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
+            speller = self._spellers[grammar_words] = Speller(words | grammar_words, STOP_WORDS, self.lexicon.is_word if self.lexicon else None)
+        return speller.correct(text)
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
         for attribute in self.ATTRIBUTES:
@@ -149,8 +168,26 @@ class CatalogVocabulary:
                 elif lexical is not None and lexical[1] in self.categories and self.term_categories[found[1]] == {lexical[1]}:
                     # A word broader than the sub-type the embedder saw ("seat" for "stool") names the category.
                     found = ("subject", lexical[1], found[2])
+        if found is not None and found[0] == "subject" and self._outside_category(phrase, found[1]):
+            found = None
         self._word_cache[phrase] = found
         return found
+
+    def _outside_category(self, phrase: str, key: tuple[str, ...]) -> bool:
+        """A sub-type broader than its category ("vehicle" on cards of cars) takes a word only if the
+        word is a kind of the category too: a submarine is a vehicle, yet no car."""
+        lex = self.lexicon
+        if lex is None or key in self.categories:
+            return False
+        usual = lex.usual_senses(phrase)
+        if not usual:
+            return False
+        term_senses = set(lex.senses(self.labels[("subject", key)]))
+        category_senses = {o for c in self.term_categories[key] for o in lex.senses(self.labels.get(("subject", c), " ".join(c)))}
+        if not any(term_senses & lex.ancestors(o, LEXICON_SENSE_DEPTH).keys() for o in category_senses):
+            return False
+        reach = set().union(*(lex.ancestors(o, LEXICON_SENSE_DEPTH + LEXICON_MAX_UP).keys() for o in usual))
+        return not reach & category_senses
 
     def _by_spelling(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon"."""

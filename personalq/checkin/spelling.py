@@ -1,0 +1,92 @@
+"""Typos corrected against the catalog's own words: "hrose" is horse, "realstic" realistic.
+
+Only a word that is no English word at all (WordNet knows no form of it) is corrected, and only to a
+word the catalog or the request grammar uses, within a small Damerau-Levenshtein distance, and only
+when that word is the single closest one (the margin): "tre" becomes tree when tree is the only
+word one edit away, while a word two catalog words are equally near stays as typed. An unknown word
+that misspells nothing is left alone, so it can still name a subject the catalog lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from rapidfuzz.distance import DamerauLevenshtein
+from rapidfuzz.process import extract
+
+_WORD = re.compile(r"[A-Za-z]+")
+MIN_LENGTH = 3
+CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
+
+
+def max_edits(word: str) -> int:
+    """One edit in a short word, two from seven letters on ("crossaint")."""
+    return 2 if len(word) >= 7 else 1
+
+
+class Speller:
+    def __init__(self, targets: Iterable[str], known: Iterable[str], is_word: Callable[[str], bool] | None):
+        self.targets = sorted({t.lower() for t in targets if len(t) >= MIN_LENGTH and t.isalpha()})
+        self._target_set = set(self.targets)
+        self._known = self._target_set | {k.lower() for k in known}
+        self.is_word = is_word
+        self._cache: dict[str, str | None] = {}
+
+    def correct_word(self, word: str) -> str | None:
+        """The target word `word` misspells, or None."""
+        key = word.lower()
+        if key in self._cache:
+            return self._cache[key]
+        found = None
+        if len(key) >= MIN_LENGTH and key not in self._known and not (self.is_word and self.is_word(key)):
+            found = self._nearest(key) or self._clipped(key)
+        self._cache[key] = found
+        return found
+
+    def _nearest(self, key: str) -> str | None:
+        limit = max_edits(key)
+        best = extract(key, self.targets, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=2)
+        if not best or (len(best) > 1 and best[1][1] == best[0][1]):
+            return None
+        word, distance, _ = best[0]
+        if len(key) <= MIN_LENGTH and len(word) <= len(key) and sorted(word) != sorted(key):
+            return None  # a three-letter word may lack a letter ("tre") or swap two ("teh"), never change one ("idk")
+        return word if distance < len(key) - 1 else None
+
+    def _clipped(self, key: str) -> str | None:
+        if len(key) < CLIPPED_MIN_LENGTH:
+            return None
+        longer = [t for t in self.targets if t.startswith(key) and len(t) > len(key)]
+        return longer[0] if len(longer) == 1 else None
+
+    def joined(self, text: str) -> str:
+        """Two typed words that together spell one target word ("tree house") as that word, unless
+        each is a target word on its own."""
+        words = list(_WORD.finditer(text))
+        out, last = [], 0
+        i = 0
+        while i < len(words):
+            a = words[i]
+            if i + 1 < len(words):
+                b = words[i + 1]
+                whole = (a.group() + b.group()).lower()
+                gap = text[a.end():b.start()]
+                if whole in self._target_set and re.fullmatch(r"[ -]", gap) and not (
+                        a.group().lower() in self._target_set and b.group().lower() in self._target_set):
+                    out += [text[last:a.start()], whole]
+                    last, i = b.end(), i + 2
+                    continue
+            i += 1
+        return "".join(out) + text[last:]
+
+    def correct(self, text: str) -> str:
+        """`text` with each misspelt word replaced by the word it stands for (case of the first letter
+        kept), and split words joined."""
+        def fix(m: re.Match) -> str:
+            found = self.correct_word(m.group())
+            if found is None:
+                return m.group()
+            return found.capitalize() if m.group()[0].isupper() else found
+
+        return self.joined(_WORD.sub(fix, text))
