@@ -169,6 +169,21 @@ class PersonalQ:
                                     guidance=guidance, seed=seed)
         return self.manager.generate(request, progress=progress)
 
+    def use_settings(self, settings) -> bool:
+        """Take new settings: uploads are checked against the new base at once, a changed LLM rebuilds
+        Check-in, a changed base model or budget reloads serving on the next `generate`. True when
+        serving was dropped (a queue built on the old `manager` should be closed)."""
+        with self._serving_lock:
+            old = self.settings
+            reload = (settings.base_model, settings.memory_budget_bytes) != (old.base_model, old.memory_budget_bytes)
+            if reload:
+                self._manager = None
+            if settings.llm_model != old.llm_model and self._reranker is None:
+                self._checkin = None
+            self.repo.bases = dict(served_bases(settings.base_model))
+            self.settings = settings
+        return reload
+
     def close(self) -> None:
         self.repo.close()
 

@@ -127,6 +127,10 @@ def test_generate_renders_a_checkpoint_on_a_registered_base_and_keeps_variants_i
         assert any((home / "quantized").rglob("*")), "the quantized variant is kept in HOME"
         with pytest.raises(ServingError, match="checkpoint nope: not in the store"):
             pq.generate("a photo", "nope", steps=1)
+        assert not pq.use_settings(AppSettings(base_model="tiny-test", steps=5))  # serving unaffected
+        assert pq.use_settings(AppSettings(base_model=str(app_assets["base"])))
+        assert pq.generate("a photo", steps=1).image.size == (32, 32) and loader.loaded == 1  # the folder, not the loader
+        assert pq.manager.config.base_model == str(app_assets["base"]) and "sd15" in pq.repo.bases
 
 
 def test_a_base_registered_for_validation_keeps_the_shipped_ones_known(app_assets, monkeypatch):  # noqa: F811

@@ -29,7 +29,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 from sqlalchemy import delete, insert
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 from tqdm import tqdm
 
 from personalq.atomic_write import atomic_write
