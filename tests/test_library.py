@@ -105,7 +105,7 @@ class TinyLoader:
         from diffusers import StableDiffusionPipeline
 
         self.loaded += 1
-        return StableDiffusionPipeline.from_pretrained(str(self.folder), torch_dtype=dtype)
+        return StableDiffusionPipeline.from_pretrained(str(self.folder), dtype=dtype)
 
 
 @pytest.mark.slow
