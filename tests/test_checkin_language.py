@@ -141,6 +141,8 @@ def test_no_constraint_asks_one_short_question(checkin, text):
 def test_common_description_words_never_filter(checkin):
     selects(checkin, "the pastel kite samples", "kite-3")   # every card says "samples"
     selects(checkin, "the kite with stripes", "kite-3")      # a word few cards share does filter
+    selects(checkin, "the striped kite", "kite-3")           # and so does its inflection
+    selects(checkin, "a glazed ocarina", "ocarina-1")
 
 
 def conversation(checkin, *messages):

@@ -132,6 +132,19 @@ class CatalogVocabulary:
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
         self._spellers: dict[frozenset[str], Speller] = {}
 
+    def base_form(self, key: str) -> str:
+        """The description word an inflected word stands for ("striped" for stripes, "spotted" for
+        spots), when the word itself is in no card; else the word unchanged."""
+        if key in self.cue_words or len(key) < 5 or self.exact((key,)):
+            return key
+        for suffix in ("ed", "ing", "y"):
+            if key.endswith(suffix):
+                stem = key[: -len(suffix)]
+                for form in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else None):
+                    if form and form in self.cue_words:
+                        return form
+        return key
+
     def names_thing(self, word: str) -> bool:
         """Whether an unknown word names something to draw (so a catalog without it has no match);
         without WordNet every word is taken to."""
