@@ -5,6 +5,7 @@ prompt-injection description. `now` is fixed: Monday 2025-06-30 12:00 UTC."""
 from __future__ import annotations
 
 import json
+import threading
 import re
 import time
 
@@ -242,7 +243,8 @@ def test_llm_choice_among_candidates_is_taken(store):
 
 @pytest.mark.parametrize("reply, status", [
     ("Sure! I pick bear-v2.", "refused"),                       # prose
-    ('```json\n{"checkpoint_id": "bear-v2"}\n```', "refused"),  # fenced, not strict
+    ('Here:\n```json\n{"checkpoint_id": "bear-v2"}\n```', "refused"),  # prose around a fence
+    ('{"checkpoint_id": 2}', "refused"),                         # the schema wants a string id or null
     ('{"checkpoint_id": "bear-v7"}', "refused"),                # no such checkpoint
     ('{"checkpoint_id": "dog-v1"}', "refused"),                 # exists, but does not fit the request
     ('{"checkpoint_id": "bear-v2", "why": "x"}', "refused"),    # extra keys
@@ -253,6 +255,12 @@ def test_llm_answer_that_is_not_a_strict_candidate_is_refused(store, reply, stat
     result = ask(checkin, "my bear in the forest")
     assert result.action == "clarify" and set(result.plausible_ids) == {"bear-v1", "bear-v2"}
     assert checkin.reranker.last.status == status
+
+
+@pytest.mark.parametrize("reply", ['```json\n{"checkpoint_id": "bear-v2"}\n```', '```\n{"checkpoint_id": "bear-v2"}```'])
+def test_llm_answer_in_a_code_fence_is_accepted(store, reply):
+    result = ask(llm_checkin(store, model="openai/gpt-4o-mini", mock_response=reply), "my bear in the forest")
+    assert (result.action, result.checkpoint_id, result.decided_by) == ("select", "bear-v2", "llm")
 
 
 class _Provider:
@@ -309,6 +317,49 @@ def test_custom_provider_error_and_timeout_fall_back_to_rules(store):
         result = ask(checkin, "my bear in the forest")
         assert result.action == "clarify" and checkin.reranker.last.status == "timeout"
         assert not finished, "the answer came without waiting for the slow model"
+
+
+def test_a_hung_llm_call_makes_no_other_request_wait(store):
+    """One shared reranker (as the app shares it across sessions): while one call hangs past its
+    deadline, another request's call is answered; on a single-worker queue it would time out too."""
+    release = threading.Event()
+
+    def provider(messages):
+        if "forest" in json.loads(messages[-1]["content"])["request"]:
+            release.wait(10)  # hangs until the test ends
+            return _reply('{"checkpoint_id": null}')
+        first = json.loads(messages[-1]["content"])["candidates"][0]["id"]
+        return _reply(json.dumps({"checkpoint_id": first}))
+
+    with _Provider(provider):
+        checkin = llm_checkin(store, model="pqtest/any", timeout=2.0)
+        results = {}
+        hung = threading.Thread(target=lambda: results.setdefault("hung", ask(checkin, "my bear in the forest")))
+        hung.start()
+        time.sleep(0.2)  # the hung call is in flight
+        results["other"] = ask(checkin, "a realistic bear")
+        hung.join()
+        release.set()
+    assert results["other"].decided_by == "llm", results["other"].reason
+    assert results["hung"].action == "clarify" and "timeout" in results["hung"].reason
+
+
+def test_select_json_stays_valid_json_when_the_llm_fails(store, capfd):
+    """LiteLLM prints help text on provider errors; with Check-in's setup none of it reaches stdout."""
+    from typer.testing import CliRunner
+
+    from personalq.cli import app
+
+    def broken(messages):
+        raise RuntimeError("server down")
+
+    with _Provider(broken):
+        result = CliRunner().invoke(app, ["select", "my bear in the forest", "--json", "--now", NOW,
+                                          "--home", str(store.home), "--llm-model", "pqtest/any"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["action"] == "clarify" and "error" in data["reason"]
+    assert not capfd.readouterr().out.strip()
 
 
 def test_prompt_injection_in_a_description_changes_nothing(store):

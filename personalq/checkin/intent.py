@@ -125,7 +125,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = vocabulary.correct(text, _GRAMMAR_WORDS)
     intent = Intent(text)
     taken = _time_version_order(intent, now)
-    scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
+    scan = _Scan(text, [replace(t, key=vocabulary.base_form(t.key)) for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:

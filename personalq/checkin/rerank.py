@@ -1,8 +1,11 @@
 """Optional LLM reranking through LiteLLM: any model LiteLLM reaches, chosen by configuration.
 
 The model may only pick among checkpoints that already satisfy every constraint, and only by
-answering with strict JSON that names one of them. Anything else (prose, code fences, an unknown
-id, an error, a timeout) is refused and the deterministic answer stands. Catalog text goes into the
+answering with one JSON object (a ```json fence around it is accepted) that the `Choice` schema
+validates and that names one of them. Anything else (prose, extra keys, an unknown id, an error, a
+timeout) is refused and the deterministic answer stands. Each call runs on its own daemon thread
+under its own deadline, so a hung provider costs that request its timeout and no other request
+waits behind it; LiteLLM's own logging goes to stderr, never stdout (`personalq select --json`). Catalog text goes into the
 prompt as JSON data, and the instructions say so: a description that says "ignore previous
 instructions" is a string to compare, not an order, and even if a model obeyed it, it could not
 choose a checkpoint outside the candidate list.
@@ -11,11 +14,15 @@ choose a checkpoint outside the candidate list.
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 ENV_MODEL = "PERSONALQ_CHECKIN_LLM"
 
@@ -35,15 +42,24 @@ class RerankOutcome:
     detail: str = ""
 
 
+class Choice(BaseModel):
+    """The only reply accepted: {"checkpoint_id": "<candidate id>"} or {"checkpoint_id": null}."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    checkpoint_id: str | None
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S | re.I)
+
+
 def parse_choice(text: str | None, candidate_ids: Sequence[str]) -> RerankOutcome:
-    """Strict: the whole reply is a JSON object whose only key is `checkpoint_id`, a candidate or null."""
+    """The whole reply (inside one code fence at most) is a `Choice`: a candidate id or null."""
+    body = text or ""
+    fenced = _FENCE.match(body)
     try:
-        data = json.loads(text or "")
-    except json.JSONDecodeError:
-        return RerankOutcome(None, "refused", "reply is not strict JSON")
-    if not isinstance(data, dict) or set(data) != {"checkpoint_id"}:
-        return RerankOutcome(None, "refused", 'reply must be exactly {"checkpoint_id": ...}')
-    choice = data["checkpoint_id"]
+        choice = Choice.model_validate_json(fenced.group(1) if fenced else body).checkpoint_id
+    except ValidationError as error:
+        return RerankOutcome(None, "refused", f'reply must be exactly {{"checkpoint_id": ...}} ({error.errors()[0]["type"]})')
     if choice is None:
         return RerankOutcome(None, "abstained", "the model asks for clarification")
     if not isinstance(choice, str) or choice not in candidate_ids:
@@ -68,6 +84,40 @@ def candidate_payload(request: str, cards: Sequence) -> str:
     return json.dumps({"request": request, "candidates": rows}, ensure_ascii=False)
 
 
+def quiet_litellm(litellm) -> None:
+    """LiteLLM prints hints and debug lines; send every one of its loggers to stderr instead."""
+    litellm.suppress_debug_info = True
+    for name in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if getattr(handler, "stream", None) is sys.stdout:
+                logger.removeHandler(handler)
+        if not logger.handlers:
+            logger.addHandler(logging.StreamHandler(sys.stderr))
+        logger.propagate = False
+
+
+def call_with_deadline(work: Callable[[], str | None], timeout: float) -> tuple[str, str | None]:
+    """Run `work` on its own daemon thread and wait at most `timeout`: ("ok", reply), ("timeout", None)
+    or ("error", message). A call that hangs keeps only its own thread; nothing queues behind it."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["reply"] = work()
+        except Exception as error:  # noqa: BLE001 - any provider failure means: keep the rules' answer
+            box["error"] = f"{type(error).__name__}: {error}".splitlines()[0]
+
+    thread = threading.Thread(target=run, name="checkin-llm", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return "timeout", None
+    if "error" in box:
+        return "error", box["error"]
+    return "ok", box.get("reply")
+
+
 class LiteLLMReranker:
     """`model` is any LiteLLM model string ("ollama/llama3.1", "openai/gpt-4o-mini", a custom provider);
     extra keyword arguments go to `litellm.completion` (api_base, api_key, mock_response, ...)."""
@@ -75,6 +125,7 @@ class LiteLLMReranker:
     def __init__(self, model: str | None = None, timeout: float = 10.0, max_candidates: int = 20, **completion_kwargs):
         import litellm  # imported here, not inside the deadline: the first import takes seconds
 
+        quiet_litellm(litellm)
         self._completion = litellm.completion
         self.model = model or os.environ.get(ENV_MODEL)
         if not self.model:
@@ -84,22 +135,20 @@ class LiteLLMReranker:
         self.max_candidates = max_candidates
         self.completion_kwargs = completion_kwargs
         self.last: RerankOutcome | None = None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkin-llm")
 
     def choose(self, request: str, cards: Sequence) -> RerankOutcome:
         cards = list(cards)[: self.max_candidates]
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": candidate_payload(request, cards)}]
         # A hard deadline of our own: not every provider honours LiteLLM's timeout.
-        future = self._pool.submit(self._complete, messages)
-        try:
-            text = future.result(timeout=self.timeout)
-        except FutureTimeout:
-            self.last = RerankOutcome(None, "timeout", f"no answer within {self.timeout:g} s")
-        except Exception as error:  # noqa: BLE001 - any provider failure means: keep the rules' answer
-            self.last = RerankOutcome(None, "error", f"{type(error).__name__}: {error}".splitlines()[0])
+        status, reply = call_with_deadline(lambda: self._complete(messages), self.timeout)
+        if status == "timeout":
+            outcome = RerankOutcome(None, "timeout", f"no answer within {self.timeout:g} s")
+        elif status == "error":
+            outcome = RerankOutcome(None, "error", reply or "")
         else:
-            self.last = parse_choice(text, [c.id for c in cards])
-        return self.last
+            outcome = parse_choice(reply, [c.id for c in cards])
+        self.last = outcome
+        return outcome
 
     def _complete(self, messages: list[dict]) -> str | None:
         response = self._completion(model=self.model, messages=messages, timeout=self.timeout, temperature=0,

@@ -54,6 +54,9 @@ LEXICON_SENSE_DEPTH = 5
 LEXICON_NEAR_CATEGORIES = 3
 LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embedder is taken before it
 _DEFAULT = object()
+# A description word on more than this share of the cards is no cue (with at least COMMON_MIN_CARDS cards).
+COMMON_SHARE = 0.5
+COMMON_MIN_CARDS = 4
 
 
 def norm(token: str) -> str:
@@ -117,6 +120,7 @@ class CatalogVocabulary:
             for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
+        self._drop_common_cues(len(cards))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
         self._term_list = [(a, k) for a in self.ATTRIBUTES for k in self.terms[a]]
@@ -127,6 +131,19 @@ class CatalogVocabulary:
         self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
         self._spellers: dict[frozenset[str], Speller] = {}
+
+    def base_form(self, key: str) -> str:
+        """The description word an inflected word stands for ("striped" for stripes, "spotted" for
+        spots), when the word itself is in no card; else the word unchanged."""
+        if key in self.cue_words or len(key) < 5 or self.exact((key,)):
+            return key
+        for suffix in ("ed", "ing", "y"):
+            if key.endswith(suffix):
+                stem = key[: -len(suffix)]
+                for form in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else None):
+                    if form and form in self.cue_words:
+                        return form
+        return key
 
     def names_thing(self, word: str) -> bool:
         """Whether an unknown word names something to draw (so a catalog without it has no match);
@@ -144,6 +161,13 @@ class CatalogVocabulary:
             words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
             speller = self._spellers[grammar_words] = Speller(words | grammar_words, STOP_WORDS, self.lexicon.is_word if self.lexicon else None)
         return speller.correct(text)
+
+    def _drop_common_cues(self, card_count: int) -> None:
+        """A description word most cards share ("samples", "trained") tells no checkpoint apart, so
+        it never becomes a filter: the catalog's own document frequency decides, not a word list."""
+        if card_count >= COMMON_MIN_CARDS:
+            for word in [w for w, ids in self.cue_words.items() if len(ids) > COMMON_SHARE * card_count]:
+                del self.cue_words[word]
 
     def exact(self, key: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
         for attribute in self.ATTRIBUTES:

@@ -1,0 +1,181 @@
+"""What people type (issue 22): dates, usage, relative versions, typos, absent subjects and styles,
+requests with no constraint, follow-ups and new requests, on a catalog whose vocabulary (kites,
+ocarinas, batik, pastel, quays, meadows) appears nowhere in personalq/checkin."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOW = "2025-06-30T12:00:00Z"
+
+
+def entry(id, subject, style, env, created, description, version, use_count, used=None):
+    return {"id": id, "triggers": [f"<{id}>"], "subject_types": [subject], "style_tags": [style],
+            "environment": [env], "created_at": created, "last_used_at": used, "version": version,
+            "description": description, "category": subject, "base_model": "sd15", "kind": "lora",
+            "use_count": use_count}
+
+
+CATALOG = [
+    entry("kite-1", "kite", "batik", "meadow", "2024-09-08T12:00:00Z", "A red box kite with long tails, samples over a meadow.", 1, 9, "2025-06-20T12:00:00Z"),
+    entry("kite-2", "kite", "gouache", "meadow", "2025-03-15T12:00:00Z", "A blue diamond kite, samples painted thick.", 2, 2, "2025-06-28T12:00:00Z"),
+    entry("kite-3", "kite", "pastel", "quay", "2025-05-20T12:00:00Z", "A delta kite with stripes, samples above a quay.", 3, 0),
+    entry("ocarina-1", "ocarina", "gouache", "meadow", "2025-04-02T12:00:00Z", "A glazed clay ocarina, samples on grass.", 1, 4, "2025-05-01T12:00:00Z"),
+    entry("ocarina-2", "ocarina", "batik", "quay", "2024-12-01T12:00:00Z", "A wooden ocarina, samples by the water.", 2, 1, "2025-01-10T12:00:00Z"),
+]
+VOCABULARY = ["kite", "ocarina", "batik", "pastel", "quay", "meadow", "gouache"]
+
+
+@pytest.fixture(scope="module")
+def checkin(tmp_path_factory):
+    from personalq.checkin import CheckIn
+    from personalq.store import RepoStore
+
+    store = RepoStore.open(home=tmp_path_factory.mktemp("language-home"))
+    path = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in CATALOG))
+    assert not store.load_catalog(path).refused
+    return CheckIn(store)
+
+
+def selects(checkin, text, expected):
+    result = checkin.ask(text, now=NOW)
+    assert (result.action, result.checkpoint_id) == ("select", expected), (text, result.action, result.reason)
+
+
+def test_the_catalog_vocabulary_appears_nowhere_in_the_checkin_code():
+    code = " ".join(p.read_text().lower() for p in (Path(__file__).resolve().parents[1] / "personalq" / "checkin").glob("*.py"))
+    assert not [w for w in VOCABULARY if re.search(rf"\b{w}\b", code)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the kite from march", "kite-2"),                 # lower-case month
+    ("kite made on sept 8", "kite-1"),                 # abbreviation, no year: the latest past September 8
+    ("kite between april and june", "kite-3"),
+    ("kite created in the past 60 days", "kite-3"),
+    ("the kite i used in the past 5 days", "kite-2"),  # "used": last_used_at, not created_at
+    ("kite from 3/15/2025", "kite-2"),
+    ("the kite from september last year", "kite-1"),
+    ("an ocarina that is not from 2025", "ocarina-2"),
+])
+def test_dates_as_people_type_them(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+def test_may_the_verb_is_no_month(checkin):
+    result = checkin.ask("you may pick a kite", now=NOW)
+    assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2", "kite-3"}, result.reason
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the kite I use the most", "kite-1"),
+    ("my favourite kite", "kite-1"),
+    ("least used kite", "kite-3"),
+    ("kite i haven't used yet", "kite-3"),
+    ("the ocarina i never tried", None),               # every ocarina was used: nothing fits
+])
+def test_usage_phrases(checkin, text, expected):
+    result = checkin.ask(text, now=NOW)
+    if expected is None:
+        assert result.action == "no_match", result.reason
+    else:
+        assert (result.action, result.checkpoint_id) == ("select", expected), (text, result.reason)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the kite before v3", "kite-2"),
+    ("my kite, the one right after v1", "kite-2"),
+    ("kite #3", "kite-3"),
+    ("the second kite version", "kite-2"),
+    ("the previous kite", "kite-2"),
+    ("the kite before the latest one", "kite-2"),
+    ("the previous kite, not the newest one", "kite-2"),
+    ("the latest kite except v3", "kite-2"),
+])
+def test_relative_and_ordinal_versions(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("batk kyte", "kite-1"),          # a dropped letter and a changed one
+    ("pastle kite", "kite-3"),         # two letters swapped
+    ("teh ocarnia on the qauy", "ocarina-2"),
+    ("gouache oca rina", "ocarina-1"),  # split word joined
+    ("frist kite verison", "kite-1"),   # typos of the request grammar too
+])
+def test_typos_are_read_as_the_catalog_word_they_misspell(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+def test_a_typo_equally_near_two_words_is_left_as_typed():
+    from personalq.checkin.spelling import Speller
+
+    speller = Speller(["kiln", "kilt"], [], None)
+    assert speller.correct_word("kilx") is None          # no margin: no guess
+    assert speller.correct_word("klin") == "kiln"
+    assert speller.correct_word("zzzz") is None           # misspells nothing
+    known = Speller(["kites"], [], is_word=lambda w: w == "kits")
+    assert known.correct_word("kits") is None            # an English word is never "corrected"
+    assert Speller(["ink"], ["idk"], None).correct_word("idk") is None
+    assert Speller(["ink"], [], None).correct_word("idk") is None  # three letters: no changed letter
+
+
+@pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"),
+                                         ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch")])
+def test_an_absent_subject_or_style_is_a_no_match_that_names_it(checkin, text, named):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
+
+
+@pytest.mark.parametrize("text", ["surprise me", "hi! lets create something cool", "idk just generate a picture"])
+def test_no_constraint_asks_one_short_question(checkin, text):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "clarify" and 2 <= len(result.options) <= 4, (text, result.action, result.reason)
+    assert result.question.count("?") == 1
+
+
+def test_common_description_words_never_filter(checkin):
+    selects(checkin, "the pastel kite samples", "kite-3")   # every card says "samples"
+    selects(checkin, "the kite with stripes", "kite-3")      # a word few cards share does filter
+    selects(checkin, "the striped kite", "kite-3")           # and so does its inflection
+    selects(checkin, "a glazed ocarina", "ocarina-1")
+
+
+def conversation(checkin, *messages):
+    conv = checkin.conversation(now=NOW)
+    result = conv.ask(messages[0])
+    for message in messages[1:]:
+        result = conv.answer(message)
+    return result
+
+
+@pytest.mark.parametrize("messages, expected", [
+    (("gouache kite", "no, the batik one"), "kite-1"),           # the new style replaces the old
+    (("gouache kite", "same but for the ocarina"), "ocarina-1"),  # the subject changes, the style stays
+    (("kite v2", "actually the oldest one"), "kite-1"),           # an order word drops the version
+    (("kite v2", "the older one"), "kite-1"),                     # older than the one chosen
+    (("kite v2", "a newer one"), "kite-3"),
+    (("kite v3", "no, the gouache one"), "kite-2"),               # the version that no longer fits is dropped
+])
+def test_follow_ups_change_the_earlier_request(checkin, messages, expected):
+    result = conversation(checkin, *messages)
+    assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)
+
+
+def test_not_that_one_rules_out_the_choice(checkin):
+    result = conversation(checkin, "kite v3", "hmm not that one")
+    assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2"}, result.reason
+
+
+def test_during_an_open_question_an_answer_narrows_and_a_new_request_starts_over(checkin):
+    assert checkin.ask("my kite", now=NOW).action == "clarify"
+    assert conversation(checkin, "my kite", "the gouache one").checkpoint_id == "kite-2"
+    assert conversation(checkin, "my kite", "the older one").checkpoint_id == "kite-1"  # oldest of those offered
+    new = conversation(checkin, "my kite", "a batik ocarina by the quay")
+    assert (new.action, new.checkpoint_id) == ("select", "ocarina-2"), new.reason
+    absent = conversation(checkin, "my kite", "a walrus")
+    assert absent.action == "no_match" and "walrus" in absent.reason
