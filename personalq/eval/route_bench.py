@@ -223,8 +223,9 @@ def plot(figures: list[RouteFigures], path: Path) -> Path:
         axis.set_xlabel("replicas")
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)
-    if figures and max(f.p95_queue_s for f in figures) > 0:
-        axes[2].set_yscale("symlog", linthresh=1.0)
+    delays = [f.p95_queue_s for f in figures]
+    if delays and min(delays) > 0:
+        axes[2].set_yscale("log")
     axes[0].legend()
     fig.tight_layout()
     path = Path(path)
