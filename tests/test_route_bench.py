@@ -112,3 +112,12 @@ def test_cli_refuses_bad_replica_counts(replicas, tmp_path):
 
     result = CliRunner().invoke(app, ["bench", "route", "--replicas", replicas, "--plot", str(tmp_path / "p.png")])
     assert result.exit_code == 2 and "--replicas" in result.output
+
+
+def test_replay_hit_rate_on_sequences_with_known_answers():
+    from personalq.eval.route_bench import replay_hit_rate
+
+    assert replay_hit_rate(["a", "b"] * 50, replicas=1, capacity=2) == pytest.approx(98 / 100)  # two cold misses
+    assert replay_hit_rate(["a", "b", "c"] * 30, replicas=1, capacity=2) == 0.0  # LRU's worst case: a cycle one longer
+    cycle = [str(i) for i in range(6)] * 40  # 6 keys, 2 replicas of 3: multiplexing can keep them all, random cannot
+    assert replay_hit_rate(cycle, 2, 3, "multiplexed") > 0.9 > replay_hit_rate(cycle, 2, 3, "random")

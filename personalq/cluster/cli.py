@@ -1,4 +1,4 @@
-"""`personalq bench route` and `personalq serve --ray`: thin commands over personalq.cluster and the route simulation."""
+"""`personalq serve --ray` and `personalq bench route`: thin commands over personalq.cluster and the route simulation."""
 
 from __future__ import annotations
 
@@ -57,5 +57,42 @@ def bench_route(
         json_out.write_text(json.dumps(figures_json(workload, figures), indent=1))
 
 
+def serve(
+    ray: Annotated[bool, typer.Option("--ray", help="Deploy the renderer on a Ray cluster (the only mode of this command).")] = False,
+    replicas: Annotated[int, typer.Option(help="Renderer replicas.")] = 2,
+    address: Annotated[str | None, typer.Option(help="An existing cluster ('auto', 'ray://host:10001'); default $PERSONALQ_RAY_ADDRESS, else a local cluster for as long as this command runs.")] = None,
+    base_model: Annotated[str, typer.Option(help="pq-nano, a hub id, a diffusers folder or a single-file checkpoint.")] = "pq-nano",
+    budget: Annotated[float | None, typer.Option("--budget-mib", help="Resident byte budget of each replica, MiB (default: unbounded).")] = None,
+    models_per_replica: Annotated[int, typer.Option(help="(checkpoint, setting) variants each replica keeps for routing; match it to the budget.")] = 8,
+    replica_cpus: Annotated[float, typer.Option(help="CPUs Ray reserves for each replica.")] = 1.0,
+    device: Annotated[str | None, typer.Option(help="cuda, cpu, ... on each replica (default: CUDA when present).")] = None,
+) -> None:
+    """Serve rendering from replicas that each hold a byte budget of checkpoint variants (Ray Serve, multiplexed)."""
+    import time
+
+    if not ray:
+        _fail("one machine needs no server: run `python app.py` (the app renders in-process); pass --ray to deploy on Ray")
+    if replicas < 1 or models_per_replica < 1:
+        _fail("--replicas and --models-per-replica must be at least 1")
+    from personalq.cluster.client import ray_address
+    from personalq.cluster.deployment import ReplicaOptions, start
+
+    address = address or ray_address()
+    serving = {"base_model": base_model, "device": device,
+               "memory_budget_bytes": None if budget is None else int(budget * 2**20)}
+    start(ReplicaOptions(serving=serving, models_per_replica=models_per_replica), replicas, address, replica_cpus)
+    typer.echo(f"{replicas} renderer replicas ready; render through them with PERSONALQ_RAY_ADDRESS={address or 'auto'}")
+    if address is None:  # the local cluster lives as long as this process
+        typer.echo("local cluster: Ctrl-C stops it")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            from ray import serve as ray_serve
+
+            ray_serve.shutdown()
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    app.command("serve")(serve)
     bench_app.command("route")(bench_route)

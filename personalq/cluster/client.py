@@ -79,7 +79,7 @@ class RayRenderer:
 
     def generate(self, request: GenerationRequest, progress: ProgressCallback | None = None,
                  cancel: threading.Event | None = None):
-        from personalq.cluster.deployment import RenderJob, variant_key
+        from personalq.cluster.jobs import RenderJob, variant_key
 
         if cancel is not None and cancel.is_set():
             raise RequestCancelled("cancelled before it started")
@@ -123,7 +123,7 @@ class RayRenderer:
             except (GetTimeoutError, TimeoutError):
                 if time.monotonic() > deadline:
                     response.cancel()
-                    raise ServingError(f"the cluster did not answer within {self.timeout_s:.0f} s") from None
+                    raise ServingError(f"the cluster did not answer within {self.timeout_s:g} s") from None
 
     def _record(self, outcome) -> None:
         with self._lock:

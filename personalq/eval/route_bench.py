@@ -190,6 +190,20 @@ def simulate(workload: Workload, replicas: int, router: str) -> RouteFigures:
                         p95_queue_s=float(np.percentile(delays, 95)), mean_queue_s=float(np.mean(delays)))
 
 
+def replay_hit_rate(keys: list, replicas: int, capacity: int, router: str = "random", seed: int = 0) -> float:
+    """Hit rate of one exact request sequence through `replicas` LRU caches of `capacity` keys each.
+
+    The baseline a real run is compared with: the same keys, sent in order and one at a time.
+    """
+    index = {key: n for n, key in enumerate(dict.fromkeys(keys))}
+    pool, rng = [Replica(capacity) for _ in range(replicas)], np.random.default_rng(seed)
+    hits = 0
+    for now, key in enumerate(keys):
+        chosen = _ROUTE[router](pool, index[key], float(now), capacity, rng)
+        hits += pool[chosen].serve(float(now), index[key], 1, 0.5, 0.0)[0]
+    return hits / len(keys) if keys else 0.0
+
+
 def sweep(workload: Workload, replica_counts=DEFAULT_REPLICAS, routers=ROUTERS) -> list[RouteFigures]:
     return [simulate(workload, n, router) for n in replica_counts for router in routers]
 
