@@ -68,8 +68,6 @@ def serve(
     device: Annotated[str | None, typer.Option(help="cuda, cpu, ... on each replica (default: CUDA when present).")] = None,
 ) -> None:
     """Serve rendering from replicas that each hold a byte budget of checkpoint variants (Ray Serve, multiplexed)."""
-    import time
-
     if not ray:
         _fail("one machine needs no server: run `python app.py` (the app renders in-process); pass --ray to deploy on Ray")
     if replicas < 1 or models_per_replica < 1:
@@ -83,14 +81,25 @@ def serve(
     start(ReplicaOptions(serving=serving, models_per_replica=models_per_replica), replicas, address, replica_cpus)
     typer.echo(f"{replicas} renderer replicas ready; render through them with PERSONALQ_RAY_ADDRESS={address or 'auto'}")
     if address is None:  # the local cluster lives as long as this process
-        typer.echo("local cluster: Ctrl-C stops it")
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            from ray import serve as ray_serve
+        typer.echo("local cluster: Ctrl-C (or SIGTERM) stops it")
+        _wait_for_stop_signal()
+        import ray as ray_core
+        from ray import serve as ray_serve
 
-            ray_serve.shutdown()
+        ray_serve.shutdown()
+        ray_core.shutdown()
+
+
+def _wait_for_stop_signal() -> None:
+    """Block until SIGINT or SIGTERM; Ray's driver replaces Python's default handlers, so set our own."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
