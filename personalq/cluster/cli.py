@@ -34,7 +34,7 @@ def bench_route(
     load_s: Annotated[float, typer.Option(help="Extra seconds when the checkpoint is not resident.")] = 3.0,
     load: Annotated[float, typer.Option(help="Offered render utilization per replica (requests x render_s / replicas / s).")] = 0.3,
     requests_per_replica: Annotated[int, typer.Option(help="Simulated requests per replica.")] = 2_000,
-    max_ongoing: Annotated[int, typer.Option(help="Ongoing requests past which the multiplexed router looks elsewhere.")] = 5,
+    max_ongoing: Annotated[int, typer.Option(help="Ongoing requests per replica past which the multiplexed router looks elsewhere (Ray's default: 5).")] = 2,
     seed: Annotated[int, typer.Option()] = 0,
     plot_out: Annotated[Path, typer.Option("--plot", help="PNG file for the plot.")] = Path("route_bench.png"),
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON here.")] = None,

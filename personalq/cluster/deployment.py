@@ -29,6 +29,10 @@ from personalq.serving.requests import ServingError
 
 APP_NAME = "personalq"
 DEPLOYMENT_NAME = "Renderer"
+MAX_ONGOING_REQUESTS = 2
+"""Per replica, below Ray's default of 5: a manager renders one request at a time, so a deeper queue only
+makes requests wait behind a popular checkpoint's holder before the router looks elsewhere
+(`personalq bench route --max-ongoing 2` vs `5`, BENCHMARKS.md "Beyond one machine")."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ class Renderer:
                 outcome.error, outcome.broken = str(error), cards.marked
 
 
-def build_app(options: ReplicaOptions, replicas: int, replica_cpus: float = 1.0, max_ongoing: int = 4):
+def build_app(options: ReplicaOptions, replicas: int, replica_cpus: float = 1.0, max_ongoing: int = MAX_ONGOING_REQUESTS):
     """The Serve application: `replicas` Renderers, each with its own multiplexed key LRU."""
     cls = type(DEPLOYMENT_NAME, (Renderer,), {
         "load_variant": serve.multiplexed(max_num_models_per_replica=options.models_per_replica)(Renderer.load_variant),

@@ -45,7 +45,7 @@ class Workload:
     load: float = 0.3
     requests_per_replica: int = 2_000
     warmup: float = 0.2
-    max_ongoing: int = 5
+    max_ongoing: int = 2  # as personalq.cluster deploys it; Ray Serve's own default is 5
     seed: int = 0
 
     def __post_init__(self):
