@@ -31,7 +31,9 @@ REQUESTS = 200
 REPLICAS = 2
 MODELS_PER_REPLICA = 8
 STEPS = 2
-CLIENT_THREADS = 4
+CLIENT_THREADS = 2
+"""Requests in flight: no more than a replica's limit (2 ongoing), so a key's holder always has room and the
+hit rate shows the routing alone; what deeper queues do to it is `personalq bench route`'s subject."""
 REQUEST_TIMEOUT_S = 120.0
 TOLERANCE = 2
 """Largest allowed per-channel difference (of 255) between a cluster image and its in-process reference."""
