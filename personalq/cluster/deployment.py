@@ -37,7 +37,7 @@ makes requests wait behind a popular checkpoint's holder before the router looks
 
 @dataclass(frozen=True)
 class ReplicaOptions:
-    """How each replica is built: the ServingConfig fields, the multiplexing count and its CPU share."""
+    """How each replica is built: its ServingConfig fields, how many keys Ray keeps for routing, its torch threads."""
 
     serving: dict = field(default_factory=dict)
     models_per_replica: int = 8
