@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "personalq.eval.cli",
     "personalq.nano.cli",
     "personalq.checkin.cli",
+    "personalq.cluster.cli",
 )
 
 

@@ -28,7 +28,6 @@ def generate(
     """Generate one image through the serving layer."""
     from personalq.serving import (
         GenerationRequest,
-        PipelineManager,
         ServingConfig,
         ServingError,
     )
@@ -49,7 +48,9 @@ def generate(
             from personalq.store import RepoStore
 
             store = RepoStore.open(home)
-        manager = PipelineManager(ServingConfig(base_model=base_model, device=device, dtype=dtype, single_file_config=single_file_config), store=store)
+        from personalq.cluster.client import renderer_for  # the Ray deployment when PERSONALQ_RAY_ADDRESS is set
+
+        manager = renderer_for(ServingConfig(base_model=base_model, device=device, dtype=dtype, single_file_config=single_file_config), store=store)
         result = manager.generate(
             GenerationRequest(prompt, checkpoint_id=checkpoint, setting=setting, taq=taq, steps=steps, guidance=guidance, seed=seed),
             progress=lambda step, total, message: typer.echo(f"\r{message} {step}/{total}", nl=False, err=True),
