@@ -22,7 +22,14 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("psycopg")
-if not (shutil.which("initdb") and shutil.which("pg_ctl")):
+def _server_program(name: str) -> str | None:
+    """Debian keeps PostgreSQL's server programs off PATH, under /usr/lib/postgresql/<version>/bin."""
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    return shutil.which(name) or (str(found[-1]) if found else None)
+
+
+INITDB, PG_CTL = _server_program("initdb"), _server_program("pg_ctl")
+if not (INITDB and PG_CTL):
     pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (Debian: postgresql)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
@@ -48,16 +55,16 @@ def database_url() -> str:
         shutil.chown(root, "postgres")
         root.chmod(0o700)
     data, port = root / "data", _free_port()
-    subprocess.run(_as_server_user(["initdb", "-D", str(data), "-A", "trust", "-U", "pq"]), check=True, capture_output=True, timeout=120)
+    subprocess.run(_as_server_user([INITDB, "-D", str(data), "-A", "trust", "-U", "pq"]), check=True, capture_output=True, timeout=120)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
-    subprocess.run(_as_server_user(["pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
+    subprocess.run(_as_server_user([PG_CTL, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
                    check=True, capture_output=True, timeout=120)
     try:
         subprocess.run(_as_server_user(["createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "pq", "catalog"]),
                        check=True, capture_output=True, timeout=60)
         yield f"postgresql+psycopg://pq@127.0.0.1:{port}/catalog"
     finally:
-        subprocess.run(_as_server_user(["pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, timeout=120)
+        subprocess.run(_as_server_user([PG_CTL, "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, timeout=120)
         shutil.rmtree(root, ignore_errors=True)
 
 
