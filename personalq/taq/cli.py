@@ -8,10 +8,12 @@ from typing import Annotated
 
 import typer
 
+from personalq.cli_errors import fail
+
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    """TAQ's commands refuse with exit status 2 (a usage error), as they always have."""
+    fail(message, code=2)
 
 
 def _load_pipeline(model: str):
