@@ -67,6 +67,7 @@ class Intent:
     order_rank: int = 0  # 1: the second in that order ("the previous one")
     comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
     not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
+    unexplained: list[str] = field(default_factory=list)  # content words no rule read (the LLM may parse them)
 
     @property
     def subject(self) -> Constraint | None:
@@ -133,6 +134,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     if "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
+    named = {c.start for c in intent.constraints}
+    intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
     return intent
 
 
