@@ -124,7 +124,7 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
     assert Speller(["ink"], [], None).correct_word("idk") is None  # three letters: no changed letter
 
 
-@pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"),
+@pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch")])
 def test_an_absent_subject_or_style_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)

@@ -278,6 +278,8 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
                     scan.modifiers.update(range(i, i + size))
                 break
     for i in range(n - 1):  # "city streets", "pencil sketch": a plain word beside a place or style is part of it
+        if not _adjacent(scan.text, toks[i:i + 2]):  # "the cat, paper style": a comma parts them
+            continue
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
