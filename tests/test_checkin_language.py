@@ -124,7 +124,7 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
     assert Speller(["ink"], [], None).correct_word("idk") is None  # three letters: no changed letter
 
 
-@pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"),
+@pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch")])
 def test_an_absent_subject_or_style_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
@@ -179,3 +179,39 @@ def test_during_an_open_question_an_answer_narrows_and_a_new_request_starts_over
     assert (new.action, new.checkpoint_id) == ("select", "ocarina-2"), new.reason
     absent = conversation(checkin, "my kite", "a walrus")
     assert absent.action == "no_match" and "walrus" in absent.reason
+
+
+def llm_reading(checkin, reply):
+    from personalq.checkin import CheckIn
+    from personalq.checkin.rerank import LiteLLMReranker
+
+    return CheckIn(checkin.store, reranker=LiteLLMReranker(model="openai/gpt-4o-mini", mock_response=reply))
+
+
+def test_the_llm_parses_words_the_rules_left_unexplained(checkin):
+    request = "that wax-resist dyed flier with a tail"
+    assert checkin.ask(request, now=NOW).action != "select"   # the rules alone cannot read it
+    reading = '```json\n{"subject": "kite", "style": "batik", "environment": null, "exclude": []}\n```'
+    result = llm_reading(checkin, reading).ask(request, now=NOW)
+    assert (result.action, result.checkpoint_id) == ("select", "kite-1"), result.reason
+
+
+@pytest.mark.parametrize("reply", [
+    '{"subject": "kite", "style": "anime", "environment": null, "exclude": []}',   # not a catalog term
+    '{"subject": "kite", "style": "batik", "why": "x"}',                           # not the schema
+    'The kite in batik, I think.',                                                 # prose
+])
+def test_an_llm_reading_outside_the_schema_or_the_catalog_changes_nothing(checkin, reply):
+    request = "that wax-resist dyed flier with a tail"
+    rules = checkin.ask(request, now=NOW)
+    result = llm_reading(checkin, reply).ask(request, now=NOW)
+    assert (result.action, result.checkpoint_id, result.plausible_ids) == (rules.action, rules.checkpoint_id, rules.plausible_ids)
+
+
+def test_the_llm_is_not_asked_when_the_rules_read_every_word(checkin, monkeypatch):
+    from personalq.checkin.rerank import LiteLLMReranker
+
+    asked = []
+    monkeypatch.setattr(LiteLLMReranker, "read", lambda self, request, terms: asked.append(request))
+    llm_reading(checkin, '{"checkpoint_id": null}').ask("the batik kite", now=NOW)
+    assert not asked

@@ -18,6 +18,7 @@ from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
+from personalq.checkin.vocabulary import term_key
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
@@ -86,6 +87,31 @@ class CheckIn:
 
     def conversation(self, now: datetime | str | None = None, candidate_pool=None) -> Conversation:
         return Conversation(self, _utc(now), candidate_pool)
+
+    def read(self, text: str, intent: Intent) -> Intent:
+        """Rules first; when words remain unexplained and an LLM is configured, its reading (catalog
+        terms only, schema-checked) adds the attributes the rules did not find."""
+        read = getattr(self.reranker, "read", None)
+        if read is None or not intent.unexplained:
+            return intent
+        vocabulary = self.snapshot.vocabulary
+        terms = {a: sorted({vocabulary.labels[(a, k)] for k in vocabulary.terms[a]}) for a in vocabulary.ATTRIBUTES}
+        reading = read(text, terms)
+        if reading is None:
+            return intent
+        found = {c.attribute for c in intent.constraints if not c.excluded}
+        added = []
+        for attribute in vocabulary.ATTRIBUTES:
+            label = getattr(reading, attribute)
+            if label is not None and attribute not in found:
+                added.append(Constraint(attribute, term_key(label), label, exact=False))
+        for label in reading.exclude:
+            hit = vocabulary.exact(term_key(label))
+            if hit:
+                added.append(Constraint(hit[0], hit[1], label, exact=False, excluded=True))
+        if added:
+            intent.constraints = [c for c in intent.constraints if c.attribute != "unknown"] + added
+        return intent
 
     # -- the decision ----------------------------------------------------------------------------
     def decide(self, request: str, intent: Intent, now: datetime, pool: set[str] | None) -> CheckInResult:
@@ -243,7 +269,7 @@ class Conversation:
 
     def ask(self, text: str) -> CheckInResult:
         self.request = text
-        self.intent = parse_intent(text, self.checkin.refresh().vocabulary, self.now)
+        self.intent = self.checkin.read(text, parse_intent(text, self.checkin.refresh().vocabulary, self.now))
         self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
         return self.last
 

@@ -67,6 +67,7 @@ class Intent:
     order_rank: int = 0  # 1: the second in that order ("the previous one")
     comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
     not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
+    unexplained: list[str] = field(default_factory=list)  # content words no rule read (the LLM may parse them)
 
     @property
     def subject(self) -> Constraint | None:
@@ -133,6 +134,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     if "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
+    named = {c.start for c in intent.constraints}
+    intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
     return intent
 
 
@@ -275,6 +278,8 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
                     scan.modifiers.update(range(i, i + size))
                 break
     for i in range(n - 1):  # "city streets", "pencil sketch": a plain word beside a place or style is part of it
+        if not _adjacent(scan.text, toks[i:i + 2]):  # "the cat, paper style": a comma parts them
+            continue
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
