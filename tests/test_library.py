@@ -51,6 +51,9 @@ def test_the_cli_opens_a_fresh_home_as_the_app_does(app_assets, tmp_path, monkey
     result = CliRunner().invoke(app, ["repo", "list", "--json", "--home", str(tmp_path / "cli-home")])
     assert result.exit_code == 0, result.output
     assert sorted(entry["id"] for entry in json.loads(result.output)) == sorted(REPO)
+    fresh = CliRunner().invoke(app, ["select", "my bear", "--json", "--home", str(tmp_path / "select-home")])
+    assert fresh.exit_code == 0, fresh.output
+    assert json.loads(fresh.output)["plausible_ids"] == ["bear-v2", "bear-v1"], "select sees the demo a fresh app shows"
 
 
 def test_select_asks_then_answer_by_index_or_words_selects(app_assets, settings, tmp_path):  # noqa: F811

@@ -8,24 +8,22 @@ from typing import Annotated, Optional
 
 import typer
 
+from personalq.cli_errors import fail as _fail
+
 NowOption = Annotated[Optional[str], typer.Option("--now", help="Reference time for 'yesterday', 'last week' (ISO-8601; default: now).")]
 HomeOption = Annotated[Optional[Path], typer.Option("--home", help="Data directory (default: $PERSONALQ_HOME or repo_store/).", show_default=False)]
 LlmOption = Annotated[Optional[str], typer.Option("--llm-model", help="LiteLLM model for reranking (default: $PERSONALQ_CHECKIN_LLM; none: rules only).")]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
 def _checkin(home: Path | None, k: int, llm_model: str | None):
+    """Check-in over HOME opened the way the app opens it (crash repair, the demo into an empty catalog)."""
     import os
 
     from personalq.checkin.checkin import CheckIn
     from personalq.checkin.rerank import ENV_MODEL, LiteLLMReranker
-    from personalq.store import RepoStore
+    from personalq.library import open_repository, saved_settings
 
-    store = RepoStore.open(home)
+    store = open_repository(home, saved_settings(home).base_model).repo
     model = llm_model or os.environ.get(ENV_MODEL)
     return CheckIn(store, k=k, reranker=LiteLLMReranker(model) if model else None)
 
