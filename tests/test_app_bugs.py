@@ -72,6 +72,7 @@ def test_typing_dog_v1_is_not_rewritten_to_a_garbled_trigger(service):  # noqa: 
 def test_the_rewritten_prompt_drops_my(service):  # noqa: F811
     assert service.chat("tab-a", "my dog on the beach").prompt == "<dog-v1> on the beach"
     assert service.chat("tab-b", "a picture of my dog").prompt == "a picture of <dog-v1>"
+    assert service.chat("tab-c", "my watercolor dog").prompt == "watercolor <dog-v1>"
 
 
 def test_a_question_over_look_alike_checkpoints_names_each_and_has_no_empty_slot(app_assets, tmp_path, monkeypatch):  # noqa: F811

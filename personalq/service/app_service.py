@@ -225,9 +225,24 @@ class PersonalQService:
         pattern = re.compile("|".join(rf"(?<![\w<-]){re.escape(n)}(?![\w>-])" for n in names), re.I)
         prompt = _without_possessive(pattern.sub(card.trigger, text), card.trigger)
         state = self.session(session_id)
-        state.conversation = state.pending = None
+        state.conversation = state.pending = state.unmatched = None
         state.selected, state.prompt = card, prompt
         return ChatReply(action="select", message=f"you named {card.id}", card=card, prompt=prompt)
+
+    def choose(self, session_id: str, checkpoint_id: str) -> ChatReply:
+        """Select a checkpoint by id: a clicked nearest suggestion, or "use in chat" in the repository.
+
+        After a request nothing fitted, its words are kept with this checkpoint's trigger in the subject's place.
+        """
+        from personalq.checkin.rewrite import rewrite_prompt
+
+        with self._lock:
+            card = self._get(checkpoint_id)
+        state = self.session(session_id)
+        text, subject = state.unmatched or ("", None)
+        prompt = rewrite_prompt(text, card.trigger, [subject] if subject else []) if text else card.trigger
+        reply = self._settle_named(session_id, prompt, card)
+        return replace(reply, message=f"you chose {card.id}")
 
     def answer(self, session_id: str, answer: str | int) -> ChatReply:
         """Answer the open question with free text or the index of one of its options."""
@@ -258,6 +273,8 @@ class PersonalQService:
         reply = self._reply(result)
         if reply.action == "select":
             state.selected, state.prompt = reply.card, reply.prompt
+        subject = conversation.intent.subject if conversation.intent is not None else None
+        state.unmatched = (conversation.request, subject.words if subject else None) if reply.action == "no_match" else None
         return reply
 
     def _one_option_per_checkpoint(self, result):
@@ -271,8 +288,8 @@ class PersonalQService:
 
     def _reply(self, result) -> ChatReply:
         """Check-in's result with the cards it names looked up: option previews, nearest checkpoints."""
-        options = [OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids))
-                   for o in result.options]
+        options = [OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids),
+                              summary=_summary(self._cards(o.checkpoint_ids))) for o in result.options]
         if result.action == "clarify":
             message = _question([o.label for o in options], len(result.plausible_ids))
         else:
@@ -511,6 +528,12 @@ class PersonalQService:
             raise AppError(_one_line(error)) from None
         return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
 
+    @staticmethod
+    def refusal_field(error: Exception) -> str | None:
+        """The form field a refusal names ("created_at: 'nope' is not an ISO-8601 date" -> "created_at"), if any."""
+        head = str(error).split(":", 1)[0].split(".", 1)[0].strip()
+        return head if head in FORM_FIELDS else None
+
     def upload(self, path: Path, form: dict[str, Any], previews: list[Path] = (), token: str | None = None):
         """Validate, store and index at once; a refusal leaves the store as it was."""
         from personalq.store import StoreError
@@ -528,6 +551,11 @@ class PersonalQService:
                 raise AppError(_one_line(error)) from None
 
     # --- settings -----------------------------------------------------------------------------------
+
+    def settings_values(self) -> dict[str, Any]:
+        """The settings saved now (the file may have changed since start-up, by another tab or process)."""
+        with self._lock:
+            return dict(AppSettings.load(self.home).__dict__)
 
     def save_settings(self, token: str | None = None, **changes) -> AppSettings:
         """Persist the changed values over what is saved now; a new base model or budget restarts serving.
@@ -588,12 +616,11 @@ def _parse_date(text: str | None, which: str) -> date | datetime | None:
     return moment.date() if moment.time() == datetime.min.time() else moment
 
 
-_POSSESSIVE = re.compile(r"\b(?:my|our|mine)\s+", re.I)
-
-
 def _without_possessive(prompt: str, trigger: str) -> str:
-    """"my <bear-v2> in the park" -> "<bear-v2> in the park": the model does not know whose bear it is."""
-    return re.sub(rf"{_POSSESSIVE.pattern}(?={re.escape(trigger)})", "", prompt, flags=re.I).strip()
+    """"my <bear-v2> in the park" -> "<bear-v2> in the park", "my watercolor <dog-v1>" -> "watercolor <dog-v1>":
+    the model does not know whose bear it is; a "my" up to three words before the trigger goes."""
+    pattern = rf"\b(?:my|our)\s+((?:[\w'-]+\s+){{0,3}}){re.escape(trigger)}"
+    return re.sub(pattern, lambda m: m.group(1) + trigger, prompt, flags=re.I).strip()
 
 
 def _question(labels: list[str], fitting: int) -> str:
@@ -602,6 +629,16 @@ def _question(labels: list[str], fitting: int) -> str:
     choice = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
     more = f" ({fitting} fit; click one or say more)" if fitting > len(labels) else ""
     return f"Do you want {choice}?{more}"
+
+
+def _summary(cards: list) -> str:
+    """What an option leads to: one checkpoint's id, version, style and date, or how many."""
+    if len(cards) != 1:
+        return f"{len(cards)} checkpoints"
+    card = cards[0]
+    parts = [card.id, f"v{card.version}" if card.version is not None else None,
+             card.style_tags[0] if card.style_tags else None, card.created_at.date().isoformat()]
+    return " · ".join(p for p in parts if p)
 
 
 def _example_for(card) -> str:

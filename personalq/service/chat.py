@@ -26,6 +26,7 @@ class OptionCard:
     label: str
     preview: Path | None
     checkpoint_ids: list[str]
+    summary: str = ""  # "bear-v2 · v2 · realistic · 2025-04-11" for one checkpoint, "2 checkpoints" for more
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class ChatSession:
     pending: CheckInResult | None = None
     selected: CheckpointCard | None = None
     prompt: str | None = None
+    unmatched: tuple[str, str | None] | None = None  # a request nothing fitted, and its subject words
     renders: list[Any] = field(default_factory=list)  # service.Rendered, newest last
     running: set[Any] = field(default_factory=set)  # serving.RequestHandle
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
