@@ -93,8 +93,9 @@ class ChatHandlers:
         yield from self._draw(history, sid, events)
 
     def on_cancel(self, request: gr.Request):
-        stopped = self.service.cancel(request.session_hash)
-        return "Cancelled." if stopped else "Nothing was running."
+        """Gradio stops the handlers (`cancels=`); this stops their serving requests, queued or sampling."""
+        self.service.cancel(request.session_hash)
+        return "Cancelled."
 
     # ---- shared steps ---------------------------------------------------------------------------
 

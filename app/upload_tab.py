@@ -3,7 +3,10 @@ refusal as one line next to the field at fault."""
 
 from __future__ import annotations
 
+import io
+
 import gradio as gr
+from PIL import Image
 
 from app import render
 from app.chat_tab import PRIVATE
@@ -17,7 +20,8 @@ class UploadHandlers:
 
     def wire(self) -> None:
         v = self.v
-        v.file.upload(self.prefill, [v.file], [*v.boxes, v.status, *self.refusal_boxes], **PRIVATE)
+        v.file.upload(self.prefill, [v.file], [*v.boxes, v.status, *self.refusal_boxes], **PRIVATE).then(
+            self.show_thumbnail, [v.file, v.previews], [v.shown_previews], **PRIVATE)
         v.previews.change(self.show_previews, [v.previews], [v.shown_previews], **PRIVATE)
         v.save.click(self.save, [v.file, v.previews, self.admin_token, *v.boxes],
                      [v.status, v.file, v.previews, *v.boxes, *self.refusal_boxes], **PRIVATE)
@@ -38,6 +42,18 @@ class UploadHandlers:
         except AppError as error:  # clear the form: values from an earlier file would be misleading
             return *[""] * len(FORM_FIELDS), f"**Refused:** {render.literal(error)}", *self._refusals(error)
         return *[values[name] for name in FORM_FIELDS], "Read the file's metadata; check the form and save.", *self._refusals()
+
+    def show_thumbnail(self, path, previews):
+        """The header's own thumbnail, when the user has chosen no preview images (it then becomes the preview)."""
+        if previews or not path:
+            return gr.skip()
+        try:
+            data = self.service.header_thumbnail(path)
+        except AppError:
+            return gr.Gallery(value=None, visible=False)  # the refusal is already beside the file box
+        if data is None:
+            return gr.Gallery(value=None, visible=False)
+        return gr.Gallery(value=[(Image.open(io.BytesIO(data)), "from the file's header")], visible=True)
 
     def show_previews(self, paths):
         images = [render.preview_image(p) for p in paths or []]

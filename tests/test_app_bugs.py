@@ -126,3 +126,23 @@ def test_each_render_is_kept_by_its_session_as_a_png_with_parameters(service):  
     assert f"Steps: {TINY_STEPS}, " in fields and "Seed: 5, " in fields and "Checkpoint: dog-v1, " in fields
     assert "Size: 32x32" in fields and "Setting: FP32" in fields
     assert service.home not in drawn.path.parents  # Gradio may serve it; the data directory it never serves
+
+
+def test_the_upload_form_shows_the_headers_thumbnail_and_refusals_name_their_field(service, tmp_path):  # noqa: F811
+    import base64
+    import io
+
+    from personalq.service import AppError
+    from test_app_service import UPLOAD, write_lora
+
+    png = io.BytesIO()
+    Image.new("RGB", (48, 40), "#2563eb").save(png, format="PNG")
+    uri = "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
+    path = write_lora(tmp_path / "owl-v1.safetensors", "owl-v1", dict(UPLOAD, trigger="<owl-v1>"), seed=3, thumbnail=uri)
+    with Image.open(io.BytesIO(service.header_thumbnail(path))) as shown:
+        assert shown.size == (48, 40) and shown.getpixel((0, 0)) == (37, 99, 235)
+    assert service.header_thumbnail(write_lora(tmp_path / "plain.safetensors", "plain", UPLOAD, seed=4)) is None
+    with pytest.raises(AppError) as refused:
+        service.upload(path, {"id": "owl-v1", "category": "owl", "created_at": "someday"})
+    assert service.refusal_field(refused.value) == "created_at"
+    assert service.refusal_field(AppError("owl.safetensors: corrupt or truncated")) is None

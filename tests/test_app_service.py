@@ -42,7 +42,7 @@ def save_tiny_base(directory: Path) -> Path:
     return directory
 
 
-def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int) -> Path:
+def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int, thumbnail: str = "") -> Path:
     """A personalized LoRA for the tiny base: random non-zero UNet LoRA + a trigger embedding, ModelSpec header."""
     from diffusers.utils import convert_state_dict_to_diffusers
     from peft import LoraConfig, get_peft_model_state_dict
@@ -57,7 +57,7 @@ def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int) -> Path:
             for k, v in convert_state_dict_to_diffusers(get_peft_model_state_dict(unet)).items()}
     spec_header = ModelSpec(title=checkpoint_id, triggers=[spec["trigger"]], architecture="stable-diffusion-v1/lora",
                             resolution="32x32", description=spec["description"], date=spec["created"] + "T10:00:00Z",
-                            tags=[spec["style"]], base_model="sd15", class_noun=spec["noun"])
+                            tags=[spec["style"]], base_model="sd15", class_noun=spec["noun"], thumbnail=thumbnail)
     embedding = {spec["trigger"]: torch.randn((1, 32), generator=generator)}
     return save_personalized_lora(path, lora, embedding, spec_header,
                                   lora_config={"r": 4, "lora_alpha": 4, "target_modules": LORA_TARGETS})

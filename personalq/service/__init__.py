@@ -6,17 +6,8 @@
     for event in service.compare_events(session_id, ["W8A8", "W4A8"], seed=3): ...
 """
 
-from personalq.service.app_service import (
-    FORM_FIELDS,
-    AppError,
-    Comparison,
-    Difference,
-    PersonalQService,
-    Progress,
-    Rendered,
-    describe,
-    resolve_seed,
-)
+from personalq.service.app_service import FORM_FIELDS, PersonalQService
+from personalq.service.rendering import AppError, Comparison, Difference, Progress, Rendered, describe, resolve_seed
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
 from personalq.service.settings import AppSettings, SettingsError, llm_key_status
 

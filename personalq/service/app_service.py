@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import queue
 import re
-import secrets
 import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,95 +23,27 @@ from personalq.config import ASSETS_DIR, personalq_home
 from personalq.service import images
 from personalq.service.access import AccessDenied, AccessPolicy
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
+from personalq.service.rendering import (
+    QUANTIZED_SETTINGS,
+    AppError,
+    Comparison,
+    Progress,
+    Rendered,
+    describe,
+    drain,
+    read_guidance,
+    read_whole,
+    resolve_seed,
+)
 from personalq.service.settings import AppSettings
-from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS, quantized_names
+from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS
 
 DEMO_REPO = ASSETS_DIR / "demo_repo"
-QUANTIZED_SETTINGS = tuple(quantized_names())
 FORM_FIELDS = (
     "id", "triggers", "subject_types", "style_tags", "description", "created_at", "version",
     "environment", "category", "base_model", "kind",
 )
 """The upload form, in the catalog contract's own key names (lists as comma-separated text)."""
-
-
-class AppError(ValueError):
-    """A request the app refuses; the message is the one line the user sees."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One progress event of long work: sampling step i of n, or loading a checkpoint (step 0)."""
-
-    step: int
-    total: int
-    message: str
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A generated image, how it was made, what it cost, and its PNG file (parameters embedded)."""
-
-    image: Any
-    label: str
-    result: Any  # serving's GenerationResult
-    prompt: str = ""
-    guidance: float | None = None
-    taq: bool = True
-    variant_bytes: int = 0  # the UNet variant that drew it: the FP32 UNet or its quantized copy
-    path: Path | None = None
-
-    @property
-    def setting_label(self) -> str:
-        setting = self.result.setting
-        if setting in QUANTIZED_SETTINGS:
-            setting += " + TAQ" if self.taq else " (no TAQ)"
-        return setting
-
-    def to_dict(self) -> dict:
-        r = self.result
-        return {"label": self.label, "setting": r.setting, "seconds": r.seconds, "resident_bytes": r.resident_bytes,
-                "variant_bytes": self.variant_bytes, "checkpoint_id": r.checkpoint_id, "seed": r.seed, "steps": r.steps,
-                "prompt": self.prompt, "file_name": self.path.name if self.path else None}
-
-
-def describe(rendered: Rendered) -> str:
-    """The image label: setting (with TAQ state when quantized), seed, steps, checkpoint, time, the variant's bytes."""
-    r = rendered.result
-    return (f"{rendered.setting_label} · seed {r.seed} · {r.steps} steps · {r.checkpoint_id or 'base'} · "
-            f"{r.seconds:.2f} s · UNet {rendered.variant_bytes / 2**20:.2f} MiB")
-
-
-@dataclass(frozen=True)
-class Difference:
-    """|variant - full precision|, amplified, with its mean absolute difference in 0-255 levels."""
-
-    image: Any
-    label: str
-    mean_abs: float
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One prompt, seed and checkpoint at several settings; `variants[0]` is full precision."""
-
-    variants: list[Rendered]
-    differences: list[Difference]
-
-    @classmethod
-    def of(cls, variants: list[Rendered]) -> Comparison:
-        reference = variants[0]
-        differences = []
-        for variant in variants[1:]:
-            shown, mean_abs = images.difference(variant.image, reference.image)
-            label = (f"|{variant.setting_label} − {reference.setting_label}| ×{images.DIFFERENCE_GAIN} · "
-                     f"mean {mean_abs:.2f}/255")
-            differences.append(Difference(shown, label, mean_abs))
-        return cls(variants, differences)
-
-    def to_dict(self) -> dict:
-        return {"variants": [v.to_dict() for v in self.variants],
-                "differences": [{"label": d.label, "mean_abs": d.mean_abs} for d in self.differences]}
 
 
 def _one_line(error: BaseException) -> str:
@@ -360,7 +291,7 @@ class PersonalQService:
         running = self.session(client).running if client else set()
         running.add(handle)
         try:
-            yield from _drain(handle, events)
+            yield from drain(handle, events)
             result = handle.result()
         except Exception as error:
             raise AppError("cancelled" if handle.cancelled() else _one_line(error)) from error
@@ -377,11 +308,11 @@ class PersonalQService:
             raise AppError("the prompt is empty; ask for a checkpoint first or type a prompt")
         if setting not in self.bit_widths():
             raise AppError(f"unknown bit-width {setting!r}; choose one of {', '.join(self.bit_widths())}")
-        steps = _whole(steps, "steps", 20)
+        steps = read_whole(steps, "steps", 20)
         if steps < 1:
             raise AppError("steps must be at least 1")
         return GenerationRequest(prompt=prompt, checkpoint_id=checkpoint_id or None, setting=setting, taq=bool(taq),
-                                 steps=steps, guidance=_guidance(guidance), seed=resolve_seed(seed), client=client)
+                                 steps=steps, guidance=read_guidance(guidance), seed=resolve_seed(seed), client=client)
 
     def _submit(self, request, progress):
         from personalq.serving import ServingError
@@ -528,6 +459,22 @@ class PersonalQService:
             raise AppError(_one_line(error)) from None
         return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
 
+    def header_thumbnail(self, path: Path) -> bytes | None:
+        """The thumbnail a file's header carries (ModelSpec), decoded and re-encoded clean; None when it has none.
+
+        The store uses it as the preview when the upload brings no preview images, so the form shows it first.
+        """
+        from personalq.store import StoreError
+        from personalq.store.images import clean_image
+        from personalq.store.safetensors_file import read_header, thumbnail_bytes
+
+        self.upload_form(path)  # the same checks: uploads on, size, a readable header
+        try:
+            data = thumbnail_bytes(read_header(Path(path)).metadata)
+            return None if data is None else clean_image(data, "modelspec.thumbnail").data
+        except StoreError as error:
+            raise AppError(_one_line(error)) from None
+
     @staticmethod
     def refusal_field(error: Exception) -> str | None:
         """The form field a refusal names ("created_at: 'nope' is not an ISO-8601 date" -> "created_at"), if any."""
@@ -645,44 +592,3 @@ def _example_for(card) -> str:
     """A request a person might type for this checkpoint: its first style and its category."""
     style = f"{card.style_tags[0]} " if card.style_tags else ""
     return f"my {style}{card.category}"
-
-
-def resolve_seed(value: int | float | str | None) -> int:
-    """A blank, "random" or negative seed draws one at random; anything else must be a whole number."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "random")):
-        return secrets.randbelow(2**31)
-    number = _whole(value, "seed", 0)
-    return secrets.randbelow(2**31) if number < 0 else number
-
-
-def _whole(value, name: str, default: int) -> int:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise AppError(f"{name} must be a whole number, got {value!r}") from None
-    if number != int(number):
-        raise AppError(f"{name} must be a whole number, got {value!r}")
-    return int(number)
-
-
-def _guidance(value: float | str | None) -> float | None:
-    """A form field: blank means the model's own default."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise AppError(f"guidance must be a number or blank, got {value!r}") from None
-
-
-def _drain(handle, events: queue.Queue) -> Iterator[Progress]:
-    """Progress events until the request is done, polled so the caller may be closed between them."""
-    while not handle.done():
-        try:
-            yield events.get(timeout=0.1)
-        except queue.Empty:
-            continue
-    while not events.empty():
-        yield events.get_nowait()
