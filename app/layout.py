@@ -37,6 +37,10 @@ FORM_LABELS = {
 }
 
 
+FIT = "max-content"
+"""Gallery height that shows every row: Gradio's None and "auto" cap it and hide the second row of Compare."""
+
+
 def build_app(service: PersonalQService) -> gr.Blocks:
     # Generated images pile up in Gradio's cache; drop those older than a day, checking hourly.
     with gr.Blocks(title="PersonalQ", delete_cache=(3600, 86400)) as demo:
@@ -68,10 +72,10 @@ def _chat(service: PersonalQService) -> SimpleNamespace:
         with gr.Column(scale=3):
             v.chatbot = gr.Chatbot(label="Check-in", height=360, elem_id="chat", buttons=["copy"], feedback_options=None,
                                    placeholder=render.chat_placeholder(service.example_prompts()))
-            v.options = gr.Gallery(label="Choose one", visible=False, columns=4, height="auto", allow_preview=False,
+            v.options = gr.Gallery(label="Choose one", visible=False, columns=4, height=FIT, allow_preview=False,
                                    elem_id="options", object_fit="contain")
             v.nearest = gr.Gallery(label="Nearest checkpoints: click one to use it", visible=False, columns=4,
-                                   height="auto", allow_preview=False, elem_id="nearest", object_fit="contain")
+                                   height=FIT, allow_preview=False, elem_id="nearest", object_fit="contain")
             v.nearest_ids = gr.State([])
             v.examples = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[], label="Try one of yours",
                                     elem_id="examples", samples_per_page=8)
@@ -98,8 +102,8 @@ def _chat(service: PersonalQService) -> SimpleNamespace:
                 v.random_seed = gr.Checkbox(False, label="New seed each time", elem_id="random-seed", scale=1)
             v.download = gr.DownloadButton("Download PNG", value=None, elem_id="download", interactive=False)
     v.comparison = gr.Gallery(label="Side by side: same prompt, seed and checkpoint; then |difference| to full precision",
-                              columns=4, height="auto", format="png", elem_id="compare", object_fit="contain", visible=False)
-    v.renders = gr.Gallery(label="Your images (newest first, lossless PNG)", columns=6, height="auto", format="png",
+                              columns=4, height=FIT, format="png", elem_id="compare", object_fit="contain", visible=False)
+    v.renders = gr.Gallery(label="Your images (newest first, lossless PNG)", columns=6, height=FIT, format="png",
                            elem_id="renders", object_fit="contain")
     v.generation = [v.setting, v.taq, v.steps, v.guidance, v.seed, v.random_seed]
     return v
@@ -116,7 +120,7 @@ def _repository(service: PersonalQService) -> SimpleNamespace:
         v.created_to = gr.Textbox(label="Created to", placeholder="2025-06-30 or last month", elem_id="repo-to")
     v.show = gr.Button("Show", elem_id="repo-filter")
     v.status = gr.Markdown(elem_id="repo-status")
-    v.gallery = gr.Gallery(label="Checkpoints", columns=6, height="auto", allow_preview=False, elem_id="repo-gallery",
+    v.gallery = gr.Gallery(label="Checkpoints", columns=6, height=560, allow_preview=False, elem_id="repo-gallery",
                            object_fit="contain")
     v.shown_ids, v.chosen_id = gr.State([]), gr.State(None)
     with gr.Row(visible=False) as v.detail_row:
@@ -126,8 +130,8 @@ def _repository(service: PersonalQService) -> SimpleNamespace:
                 v.use = gr.Button("Use in chat", variant="primary", elem_id="repo-use")
                 v.trigger = gr.Textbox(label="Trigger", interactive=False, buttons=["copy"], elem_id="repo-trigger")
         with gr.Column(scale=2):
-            v.previews = gr.Gallery(label="Previews", columns=4, height="auto", elem_id="repo-detail-previews")
-            v.timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height="auto",
+            v.previews = gr.Gallery(label="Previews", columns=4, height=FIT, elem_id="repo-detail-previews")
+            v.timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=FIT,
                                     allow_preview=False)
             v.timeline_text = gr.Markdown(elem_id="repo-timeline")
             v.remove = gr.Button("Remove…", variant="stop", elem_id="repo-remove")
@@ -147,7 +151,7 @@ def _upload(service: PersonalQService) -> SimpleNamespace:
         v.previews = gr.File(label="Preview images", file_count="multiple", file_types=["image"], type="filepath",
                              elem_id="upload-previews")
     v.file_refusal = gr.Markdown(elem_id="upload-file-refusal", elem_classes=["field-refusal"])
-    v.shown_previews = gr.Gallery(label="Previews as they will be shown", columns=6, height="auto", allow_preview=False,
+    v.shown_previews = gr.Gallery(label="Previews as they will be shown", columns=6, height=FIT, allow_preview=False,
                                   elem_id="upload-preview-gallery", visible=False)
     gr.Markdown("The form is filled from the file's header and sidecar; edit anything before saving. Lists are comma-separated.")
     with gr.Row():

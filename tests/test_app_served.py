@@ -136,6 +136,15 @@ def _say(page, text: str) -> None:
     page.click("#send")
 
 
+def _assert_captions_shown(page, gallery: str) -> None:
+    """Every caption of the gallery lies inside its visible area: none cut off by a capped height."""
+    area = page.locator(f"{gallery} .grid-wrap").bounding_box()
+    for caption in page.locator(f"{gallery} .caption-label").all():
+        box = caption.bounding_box()
+        assert caption.is_visible() and box["height"] > 0, caption.inner_text()
+        assert area["y"] <= box["y"] and box["y"] + box["height"] <= area["y"] + area["height"] + 1, caption.inner_text()
+
+
 def _status_settled(page) -> None:
     """Wait until the status line no longer streams progress (no step count, no 'Loading')."""
     from playwright.sync_api import expect
@@ -172,8 +181,7 @@ def test_example_compare_download_seed_and_switching_mid_render_in_chromium(app_
         assert all(f"seed 0 · {TINY_STEPS} steps · dog-v1 · " in label and label.endswith(" MiB") for label in labels[:3])
         assert labels[3] == "FP32 is the reference"
         assert labels[4].startswith("|W8A8 + TAQ − FP32| ×4 · mean ") and labels[5].startswith("|W4A8 + TAQ − FP32|")
-        for caption in captions.all():  # readable, not cut off by the gallery's height
-            assert caption.is_visible() and caption.bounding_box()["height"] > 0
+        _assert_captions_shown(page, "#compare")
         expect(renders).to_have_count(4)
         _status_settled(page)
         _shot(page, "1-compare")
@@ -245,8 +253,9 @@ def test_question_cards_new_request_and_nearest_in_chromium(app_url):
         expect(options).to_have_count(2)
         question = page.locator("#chat .message").last.inner_text()
         assert question.startswith("Do you want ") and "  " not in question
+        _assert_captions_shown(page, "#options")
         for caption in options.all():
-            assert caption.is_visible() and re.search(r"bear-v\d · v\d · \w+ · 2025-\d\d-\d\d", caption.inner_text())
+            assert re.search(r"bear-v\d · v\d · \w+ · 2025-\d\d-\d\d", caption.inner_text())
         _shot(page, "2-clarify")
         _say(page, "my dog on the beach")
         expect(_textbox(page, "prompt")).to_have_value("<dog-v1> on the beach")

@@ -9,10 +9,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: Check-in and the store load heavy indexes
     from personalq.checkin.checkin import CheckInResult, Conversation
+    from personalq.service.rendering import Rendered
+    from personalq.serving.queue import RequestHandle
     from personalq.store.card import CheckpointCard
 
 MAX_KEPT_RENDERS = 24
@@ -72,15 +74,15 @@ class ChatSession:
     selected: CheckpointCard | None = None
     prompt: str | None = None
     unmatched: tuple[str, str | None] | None = None  # a request nothing fitted, and its subject words
-    renders: list[Any] = field(default_factory=list)  # service.Rendered, newest last
-    running: set[Any] = field(default_factory=set)  # serving.RequestHandle
+    renders: list[Rendered] = field(default_factory=list)  # newest last
+    running: set[RequestHandle] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def awaiting_answer(self) -> bool:
         return self.conversation is not None and self.pending is not None
 
-    def keep(self, rendered: Any) -> None:
+    def keep(self, rendered: Rendered) -> None:
         with self.lock:
             self.renders = [*self.renders, rendered][-MAX_KEPT_RENDERS:]
 
