@@ -34,6 +34,8 @@ def test_a_blank_seed_draws_a_random_one_and_says_which(service):  # noqa: F811
 
 
 def test_date_filters_mix_iso_days_and_words(service):  # noqa: F811
+    # "yesterday" reads as a moment (a time of day), "2025-01-01" as a day: comparing the two was a TypeError.
+    assert [c.id for c in service.repository(created_from="2025-01-01", created_to="yesterday")] == ["bear-v2", "bear-v1", "dog-v1"]
     assert [c.id for c in service.repository(created_from="2025-03-01", created_to="April 2025")] == ["bear-v2", "bear-v1"]
     assert [c.id for c in service.repository(created_from="February 2025", created_to="2025-03-05")] == ["bear-v1", "dog-v1"]
     from personalq.service import AppError
