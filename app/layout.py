@@ -18,7 +18,7 @@ CSS = """
 #renders img, #compare img { image-rendering: pixelated; }
 #compare .caption-label, #renders .caption-label, #options .caption-label, #nearest .caption-label,
 #repo-gallery .caption-label { white-space: normal; overflow: visible; text-overflow: clip; font-size: 0.8rem; }
-.field-refusal { color: #b91c1c; font-size: 0.85rem; min-height: 0; }
+.field-refusal, .field-refusal * { color: #b91c1c !important; font-size: 0.85rem; min-height: 0; }
 """
 """PQ-Nano draws 64x64 images: shown large and crisp; captions wrap instead of being cut off."""
 
@@ -102,8 +102,8 @@ def _chat(service: PersonalQService) -> SimpleNamespace:
                 v.random_seed = gr.Checkbox(False, label="New seed each time", elem_id="random-seed", scale=1)
             v.download = gr.DownloadButton("Download PNG", value=None, elem_id="download", interactive=False)
     v.comparison = gr.Gallery(label="Side by side: same prompt, seed and checkpoint; then |difference| to full precision",
-                              columns=4, height=FIT, format="png", elem_id="compare", object_fit="contain", visible=False)
-    v.renders = gr.Gallery(label="Your images (newest first, lossless PNG)", columns=6, height=FIT, format="png",
+                              columns=4, height=FIT, fit_columns=False, format="png", elem_id="compare", object_fit="contain", visible=False)
+    v.renders = gr.Gallery(label="Your images (newest first, lossless PNG)", columns=6, height=FIT, fit_columns=False, format="png",
                            elem_id="renders", object_fit="contain")
     v.generation = [v.setting, v.taq, v.steps, v.guidance, v.seed, v.random_seed]
     return v
@@ -130,8 +130,8 @@ def _repository(service: PersonalQService) -> SimpleNamespace:
                 v.use = gr.Button("Use in chat", variant="primary", elem_id="repo-use")
                 v.trigger = gr.Textbox(label="Trigger", interactive=False, buttons=["copy"], elem_id="repo-trigger")
         with gr.Column(scale=2):
-            v.previews = gr.Gallery(label="Previews", columns=4, height=FIT, elem_id="repo-detail-previews")
-            v.timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=FIT,
+            v.previews = gr.Gallery(label="Previews", columns=4, height=FIT, fit_columns=False, elem_id="repo-detail-previews")
+            v.timeline = gr.Gallery(label="Versions of this concept, oldest first", columns=6, height=FIT, fit_columns=False,
                                     allow_preview=False)
             v.timeline_text = gr.Markdown(elem_id="repo-timeline")
             v.remove = gr.Button("Remove…", variant="stop", elem_id="repo-remove")
@@ -151,7 +151,7 @@ def _upload(service: PersonalQService) -> SimpleNamespace:
         v.previews = gr.File(label="Preview images", file_count="multiple", file_types=["image"], type="filepath",
                              elem_id="upload-previews")
     v.file_refusal = gr.Markdown(elem_id="upload-file-refusal", elem_classes=["field-refusal"])
-    v.shown_previews = gr.Gallery(label="Previews as they will be shown", columns=6, height=FIT, allow_preview=False,
+    v.shown_previews = gr.Gallery(label="Previews as they will be shown", columns=6, height=FIT, fit_columns=False, allow_preview=False,
                                   elem_id="upload-preview-gallery", visible=False)
     gr.Markdown("The form is filled from the file's header and sidecar; edit anything before saving. Lists are comma-separated.")
     with gr.Row():
