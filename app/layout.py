@@ -120,7 +120,7 @@ def _repository(service: PersonalQService) -> SimpleNamespace:
         v.created_to = gr.Textbox(label="Created to", placeholder="2025-06-30 or last month", elem_id="repo-to")
     v.show = gr.Button("Show", elem_id="repo-filter")
     v.status = gr.Markdown(elem_id="repo-status")
-    v.gallery = gr.Gallery(label="Checkpoints", columns=6, height=560, allow_preview=False, elem_id="repo-gallery",
+    v.gallery = gr.Gallery(label="Checkpoints", columns=6, height=560, fit_columns=False, allow_preview=False, elem_id="repo-gallery",
                            object_fit="contain")
     v.shown_ids, v.chosen_id = gr.State([]), gr.State(None)
     with gr.Row(visible=False) as v.detail_row:
