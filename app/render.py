@@ -99,9 +99,10 @@ def card_line(card) -> str:
 
 
 def caption(card, broken: str | None = None) -> str:
-    """Gallery caption (plain text); a checkpoint marked broken says so."""
+    """Gallery caption (plain text): id, trigger, version, style, date; a checkpoint marked broken says so."""
     version = f" · v{card.version}" if card.version is not None else ""
-    return f"{card.id} · {card.trigger}{version} · {day(card.created_at)}" + (" · BROKEN" if broken else "")
+    style = f" · {card.style_tags[0]}" if card.style_tags else ""
+    return f"{card.id} · {card.trigger}{version}{style} · {day(card.created_at)}" + (" · BROKEN" if broken else "")
 
 
 def reply_markdown(reply: ChatReply) -> str:
@@ -111,26 +112,52 @@ def reply_markdown(reply: ChatReply) -> str:
         return f"{literal(reply.message)}\n\nClick a card below or type your answer."
     lines = [f"Nothing in your repository fits: {literal(reply.message)}"]
     if reply.nearest:
-        lines.append("The nearest I have:")
+        lines.append("The nearest I have (click one below to use it):")
         lines += [f"- {card_line(card)}" for card in reply.nearest]
     return "\n".join(lines)
 
 
-CHAT_PLACEHOLDER = (
-    "**Ask for one of your checkpoints in your own words**, e.g. *my cartoon bear at the beach, the April one*. "
-    "I ask when more than one fits; add new checkpoints in the Upload tab."
-)
+def chat_placeholder(examples: list[str]) -> str:
+    example = f", e.g. *{literal(examples[0])}*" if examples else ""
+    return (f"**Ask for one of your checkpoints in your own words**{example}. I ask when more than one fits. "
+            "Then press **Compare bit-widths** to see what quantization does to it, side by side.")
 
 
 def option_items(reply: ChatReply) -> list:
-    return [(preview_image(o.preview) if o.preview else no_preview(), o.label) for o in reply.options]
+    """Option cards: the preview, then the option's words and what the checkpoint behind it is."""
+    return [(preview_image(o.preview) if o.preview else no_preview(), f"{o.label} — {o.summary}" if o.summary else o.label)
+            for o in reply.options]
+
+
+def nearest_items(reply: ChatReply) -> list:
+    return [(thumbnail(card), caption(card)) for card in reply.nearest]
+
+
+def render_items(renders) -> list:
+    """A session's images, newest first, as the lossless PNG files (parameters inside) with their labels."""
+    return [(str(r.path), r.label) for r in reversed(renders)]
+
+
+def comparison_items(comparison) -> list:
+    """Two rows: the variants side by side, full precision first; under each quantized one, its difference."""
+    reference = (reference_tile(), f"{comparison.variants[0].setting_label} is the reference")
+    return ([(str(v.path), v.label) for v in comparison.variants]
+            + [reference] + [(d.image, d.label) for d in comparison.differences])
+
+
+@functools.lru_cache(maxsize=1)
+def reference_tile():
+    """The blank tile under the full-precision image, so each difference sits under its own variant."""
+    from PIL import Image
+
+    return Image.new("RGB", (THUMB, THUMB), "#f3f4f6")
 
 
 def progress_text(event: Progress) -> str:
     what = (event.message or "working").capitalize()
     if event.total and event.step > 0:
-        return f"*{what}: step {event.step} of {event.total}*"
-    return f"*{what}…*"
+        return f"*{literal(what)}: step {event.step} of {event.total}*"
+    return f"*{literal(what)}…*"
 
 
 def detail_markdown(card, broken: str | None = None) -> str:

@@ -1,9 +1,10 @@
 """`python app.py` served on 127.0.0.1, driven in headless Chromium and through `gradio_client`.
 
 The app runs as its own process against a small repository built here (tiny SD 1.5-layout base, real
-LoRA files), so every step goes through the real store, Check-in and serving code. Both tests share the
-one server (starting it and quantizing the tiny UNet are the slow parts) and each leaves the other's
-checkpoints alone. The browser test saves a screenshot per step into docs/screenshots/ for the README.
+LoRA files), so every step goes through the real store, Check-in and serving code. The tests share the
+one server (starting it and quantizing the tiny UNet are the slow parts), each in its own browser
+session, and each leaves the others' checkpoints alone. The browser tests save the README's
+screenshots into docs/screenshots/, the compare view first.
 """
 
 from __future__ import annotations
@@ -115,149 +116,265 @@ def _type_until_kept(box, text: str, tries: int = 5) -> None:
     raise AssertionError(f"the box did not keep {text!r} in {tries} tries")
 
 
-def _repository_ids(page, count: int | None = None) -> list[str]:
-    """The ids the Repository tab lists; later calls name the `count` they expect, so a stale list never passes."""
+def _browser(playwright):
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", *CHROMIUM_ARGS])
     from playwright.sync_api import expect
 
-    page.get_by_role("tab", name="Repository").click()
-    page.click("#repo-filter")
-    status = page.locator("#repo-status")
-    if count is None:  # the first listing: nothing stale is on screen yet
-        expect(status).to_contain_text(re.compile(r"\d+ checkpoint\(s\)"))
-        count = int(re.search(r"(\d+) checkpoint", status.inner_text()).group(1))
-    captions = page.locator("#repo-gallery .caption-label")
-    expect(captions).to_have_count(count)
-    expect(status).to_contain_text(f"{count} checkpoint(s)")
-    return sorted(c.split(" · ")[0] for c in captions.all_inner_texts())
+    expect.set_options(timeout=WAIT_MS)
+    return browser
+
+
+def _page(browser, url: str, width: int = 1280):
+    page = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(url)
+    return page
+
+
+def _say(page, text: str) -> None:
+    _textbox(page, "message").fill(text)
+    page.click("#send")
+
+
+def _assert_captions_shown(page, gallery: str) -> None:
+    """Every caption of the gallery lies inside its visible area: none cut off by a capped height."""
+    area = page.locator(f"{gallery} .grid-wrap").bounding_box()
+    for caption in page.locator(f"{gallery} .caption-label").all():
+        box = caption.bounding_box()
+        assert caption.is_visible() and box["height"] > 0, caption.inner_text()
+        assert area["y"] <= box["y"] and box["y"] + box["height"] <= area["y"] + area["height"] + 1, caption.inner_text()
+
+
+def _status_settled(page) -> None:
+    """Wait until the status line no longer streams progress (no step count, no 'Loading')."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#status")).not_to_contain_text(re.compile(r"step \d+ of|Loading|…"))
 
 
 @pytest.mark.browser
-def test_chat_clarify_render_bitwidth_upload_and_refusal_in_chromium(app_url, app_assets):  # noqa: F811
+def test_example_compare_download_seed_and_switching_mid_render_in_chromium(app_url, tmp_path):
+    """An example prompt from the repository selects and renders; Compare shows every setting side by side
+    with its label and the difference to full precision; Download gives the PNG with its parameters; a blank
+    seed draws one and shows it; a bit-width switched during a render keeps both images."""
+    from playwright.sync_api import expect, sync_playwright
+    from PIL import Image
+
+    with sync_playwright() as playwright:
+        browser = _browser(playwright)
+        page = _page(browser, app_url)
+        examples = page.locator("#examples")
+        expect(examples).to_contain_text("my watercolor dog")
+        examples.get_by_text("my watercolor dog").click()
+        expect(_textbox(page, "prompt")).to_have_value("watercolor <dog-v1>")
+        renders = page.locator("#renders button.thumbnail-item")
+        expect(renders).to_have_count(1)
+        expect(page.locator("#renders")).to_contain_text(f"FP32 · seed 0 · {TINY_STEPS} steps · dog-v1 · ")
+
+        # Compare: full precision and the two chosen settings, one seed, labelled; then the two differences.
+        _textbox(page, "prompt").fill("<dog-v1> on the beach")
+        page.click("#compare-button")
+        captions = page.locator("#compare .caption-label")
+        expect(captions).to_have_count(6)  # a row of variants, and under each quantized one its difference
+        labels = captions.all_inner_texts()
+        assert [label.split(" · ")[0] for label in labels[:3]] == ["FP32", "W8A8 + TAQ", "W4A8 + TAQ"]
+        assert all(f"seed 0 · {TINY_STEPS} steps · dog-v1 · " in label and label.endswith(" MiB") for label in labels[:3])
+        assert labels[3] == "FP32 is the reference"
+        assert labels[4].startswith("|W8A8 + TAQ − FP32| ×4 · mean ") and labels[5].startswith("|W4A8 + TAQ − FP32|")
+        _assert_captions_shown(page, "#compare")
+        expect(renders).to_have_count(4)
+        _status_settled(page)
+        _shot(page, "1-compare")
+
+        # Download: the last image as it was drawn, a PNG with its parameters, named for what it is.
+        with page.expect_download() as download:
+            page.click("#download")
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert saved.name == f"dog-v1_W4A8-TAQ_seed0_{TINY_STEPS}steps.png"
+        with Image.open(saved) as png:
+            assert png.format == "PNG" and png.size == (32, 32)
+            prompt, fields = png.text["parameters"].split("\n")
+        assert prompt == "<dog-v1> on the beach" and "Seed: 0, " in fields and "Setting: W4A8+TAQ" in fields
+
+        # An empty seed box: a random seed, shown in the box and the label (it used to be a server TypeError).
+        _textbox(page, "seed").fill("")
+        page.click("#render")
+        expect(renders).to_have_count(5)
+        seed = _textbox(page, "seed")
+        expect(seed).not_to_have_value("")
+        expect(page.locator("#renders .caption-label").first).to_contain_text(f"seed {seed.input_value()} ")
+
+        # A bit-width chosen while a render runs: both images stay.
+        page.locator("#steps input[type=number]").fill("40")
+        page.locator("#steps input[type=number]").press("Enter")
+        page.click("#render")
+        expect(page.locator("#status")).to_contain_text(re.compile(r"step \d+ of 40"))
+        page.locator("#bitwidth label", has_text="W8A8").click()
+        expect(renders).to_have_count(7)
+        texts = page.locator("#renders .caption-label").all_inner_texts()[:2]
+        assert sorted(t.split(" · ")[0] for t in texts) == ["FP32", "W8A8 + TAQ"] and all("40 steps" in t for t in texts)
+        browser.close()
+
+
+@pytest.mark.browser
+def test_cancel_stops_a_render_in_chromium(app_url):
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(WAIT_MS)
-        expect.set_options(timeout=WAIT_MS)
-        page.goto(app_url)
-
-        # 1. A request that two checkpoints satisfy: the question and option cards with previews appear inline.
-        _textbox(page, "message").fill("my bear in the park")
-        page.click("#send")
-        options = page.locator("#options button.thumbnail-item")
-        expect(options).to_have_count(2)
-        expect(page.locator("#chat")).to_contain_text("Do you want")
-        expect(page.locator("#options img").first).to_be_visible()
-        _shot(page, "1-clarify")
-
-        # A second browser session has its own conversation: its request neither answers nor hides this question.
-        other = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        other.goto(app_url)
-        _textbox(other, "message").fill("my dog on the beach")
-        other.click("#send")
-        expect(_textbox(other, "prompt")).to_have_value("my <dog-v1> on the beach")
-        expect(other.locator("#chat")).not_to_contain_text("Do you want")
-        expect(options).to_have_count(2)
-        expect(_textbox(page, "prompt")).to_have_value("")
-
-        # 2. Clicking an option card selects that checkpoint, shows its card and renders a labelled image.
-        options.filter(has_text="realistic").click()
-        expect(page.locator("#chat")).to_contain_text("bear-v2")
-        expect(_textbox(page, "prompt")).to_have_value("my <bear-v2> in the park")
-        renders = page.locator("#chat div:has(> label:has-text('MiB resident')) img")
+        browser = _browser(playwright)
+        page = _page(browser, app_url)
+        _say(page, "dog-v1 in the snow")  # a typed id selects that checkpoint
+        expect(_textbox(page, "prompt")).to_have_value("<dog-v1> in the snow")
+        renders = page.locator("#renders button.thumbnail-item")
         expect(renders).to_have_count(1)
-        expect(page.locator("#chat")).to_contain_text("Rendered: FP32 · ")
+        page.locator("#steps input[type=number]").fill("100")
+        page.locator("#steps input[type=number]").press("Enter")
+        page.click("#render")
+        expect(page.locator("#status")).to_contain_text(re.compile(r"step \d+ of 100"))
+        page.click("#cancel")
+        expect(page.locator("#status")).to_have_text("Cancelled.")
+        page.wait_for_timeout(3000)  # a render that was not stopped would arrive well within this
+        expect(renders).to_have_count(1)
+        browser.close()
+
+
+@pytest.mark.browser
+def test_question_cards_new_request_and_nearest_in_chromium(app_url):
+    """Option cards show their words and checkpoint; a new request typed during the question starts over;
+    after a no match, clicking a nearest checkpoint selects it with the request's words."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = _browser(playwright)
+        page = _page(browser, app_url, width=800)
+        _say(page, "my bear in the park")
+        options = page.locator("#options .caption-label")
+        expect(options).to_have_count(2)
+        question = page.locator("#chat .message").last.inner_text()
+        assert question.startswith("Do you want ") and "  " not in question
+        _assert_captions_shown(page, "#options")
+        for caption in options.all():
+            assert re.search(r"bear-v\d · v\d · \w+ · 2025-\d\d-\d\d", caption.inner_text())
+        _shot(page, "2-clarify")
+        _say(page, "my dog on the beach")
+        expect(_textbox(page, "prompt")).to_have_value("<dog-v1> on the beach")
         expect(page.locator("#options")).to_be_hidden()
-        _shot(page, "2-selected-and-rendered")
 
-        # 3. Another bit-width re-renders the same prompt: a second image, labelled with the new setting.
-        page.locator("#bitwidth label", has_text="W8A8").click()
-        expect(renders).to_have_count(2)
-        expect(page.locator("#chat")).to_contain_text("Rendered: W8A8 + TAQ · ")
-        expect(page.locator("#chat")).to_contain_text("MiB resident")
-        _shot(page, "3-bitwidth-compare")
+        _say(page, "my bear at the beach")
+        nearest = page.locator("#nearest button.thumbnail-item")
+        expect(nearest).to_have_count(1)
+        nearest.first.click()
+        expect(_textbox(page, "prompt")).to_have_value("<dog-v1> at the beach")
+        browser.close()
 
-        before = _repository_ids(page)
-        assert {"bear-v1", "bear-v2", "dog-v1"} <= set(before) and "cat-v1" not in before
 
-        # 4. Upload a checkpoint built in the test: the form is prefilled from its header, edited, saved.
+@pytest.mark.browser
+def test_repository_filters_use_in_chat_and_copy_trigger_in_chromium(app_url):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = _browser(playwright)
+        page = _page(browser, app_url)
+        page.get_by_role("tab", name="Repository").click()
+        status = page.locator("#repo-status")
+        expect(status).to_contain_text("checkpoint(s)")
+        _textbox(page, "repo-from").fill("2025-03-01")  # an ISO day and words together (was a TypeError)
+        _textbox(page, "repo-to").fill("April 2025")
+        page.click("#repo-filter")
+        expect(status).to_contain_text("2 checkpoint(s)")
+        assert sorted(c.split(" · ")[0] for c in page.locator("#repo-gallery .caption-label").all_inner_texts()) == ["bear-v1", "bear-v2"]
+        _textbox(page, "repo-search").fill("pine")
+        _textbox(page, "repo-search").press("Enter")
+        expect(status).to_contain_text("1 checkpoint(s)")
+        page.locator("#repo-gallery button.thumbnail-item").first.click()
+        expect(page.locator("#repo-detail")).to_contain_text("pine forest")
+        expect(_textbox(page, "repo-trigger")).to_have_value("<bear-v2>")
+        expect(page.locator("#repo-detail-previews img").first).to_be_visible()
+        _shot(page, "3-repository")
+        page.click("#repo-use")
+        expect(_textbox(page, "prompt")).to_have_value("<bear-v2>")
+        expect(page.locator("#chat")).to_contain_text("bear-v2")
+        browser.close()
+
+
+@pytest.mark.browser
+def test_upload_prefill_previews_and_refusal_beside_the_field_in_chromium(app_url, app_assets):  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = _browser(playwright)
+        page = _page(browser, app_url)
         page.get_by_role("tab", name="Upload").click()
         expect(page.locator("#upload-file")).to_contain_text("MiB")  # the size limit is shown
         page.set_input_files("#upload-file input[type=file]", str(app_assets["cat"]))
         expect(_textbox(page, "form-triggers")).to_have_value("<cat-v1>")
         expect(_textbox(page, "form-description")).to_have_value("A black cat sitting on a windowsill, drawn as a pencil sketch.")
+        expect(_textbox(page, "form-created_at")).to_have_value(re.compile("^2025-05-20"))
         page.set_input_files("#upload-previews input[type=file]", str(app_assets["cat_preview"]))
-        expect(page.locator("#upload-previews")).to_contain_text("cat-v1.png")
-        for field, value in {"subject_types": "cat", "style_tags": "sketch", "category": "cat", "version": "1"}.items():
+        expect(page.locator("#upload-preview-gallery img")).to_have_count(1)
+        for field, value in {"subject_types": "cat", "style_tags": "sketch", "category": "cat", "created_at": "someday"}.items():
             _textbox(page, f"form-{field}").fill(value)
         page.click("#upload-save")
+        refusal = page.locator("#form-created_at-refusal")
+        expect(refusal).to_contain_text("not an ISO-8601 date")
+        assert "\n" not in refusal.inner_text().strip()
+        _shot(page, "4-upload-refusal")
+        _textbox(page, "form-created_at").fill("2025-05-20")
+        page.click("#upload-save")
         expect(page.locator("#upload-status")).to_contain_text("Added cat-v1")
-        expect(_textbox(page, "form-triggers")).to_have_value("")  # the form is cleared for the next one
-        _shot(page, "4-upload")
-
-        # 5. It is in the repository at once, with its detail view.
-        with_cat = _repository_ids(page, len(before) + 1)
-        assert with_cat == sorted([*before, "cat-v1"])
-        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
-        expect(page.locator("#repo-detail")).to_contain_text("pencil sketch")
-        expect(page.locator("#repo-timeline")).to_contain_text("cat-v1")
-        _shot(page, "5-repository")
-
-        # 6. The next chat message can select it.
+        expect(refusal).to_have_text("")
         page.get_by_role("tab", name="Chat").click()
-        _textbox(page, "message").fill("a sketch of my cat")
-        page.click("#send")
-        expect(_textbox(page, "prompt")).to_have_value("a sketch of my <cat-v1>")
-        expect(renders).to_have_count(3)
-        expect(page.locator("#chat")).to_contain_text("cat-v1")
-        _shot(page, "6-uploaded-selected")
-
-        # 7. A truncated file: the store's refusal shows, and the repository is exactly as it was.
+        _say(page, "<cat-v1> on a sofa")  # its trigger, typed: that checkpoint, the prompt as typed
+        expect(_textbox(page, "prompt")).to_have_value("<cat-v1> on a sofa")
         page.get_by_role("tab", name="Upload").click()
         page.set_input_files("#upload-file input[type=file]", str(app_assets["broken"]))
-        expect(page.locator("#upload-status")).to_contain_text("corrupt or truncated")
-        _textbox(page, "form-id").fill("broken")
-        page.click("#upload-save")
-        expect(page.locator("#upload-status")).to_contain_text("Refused: broken.safetensors: corrupt or truncated")
-        _shot(page, "7-bad-upload-refused")
-        assert _repository_ids(page, len(with_cat)) == with_cat
+        expect(page.locator("#upload-file-refusal")).to_contain_text("corrupt or truncated")
+        browser.close()
 
-        # 8. Removing asks first; "Keep it" keeps it, "Yes, remove it" removes it.
-        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
-        page.click("#repo-remove")
-        expect(page.locator("#repo-cancel")).to_be_visible()
-        page.click("#repo-cancel")
-        expect(page.locator("#repo-confirm")).to_be_hidden()
-        assert _repository_ids(page, len(with_cat)) == with_cat
-        page.locator("#repo-gallery button.thumbnail-item", has_text="cat-v1").click()
-        page.click("#repo-remove")
-        page.click("#repo-confirm")
-        expect(page.locator("#repo-status")).to_contain_text("Removed cat-v1.")
-        assert _repository_ids(page, len(before)) == before
 
-        # 9. Settings: a bad value is refused in one line, a good one is saved.
-        page.get_by_role("tab", name="Settings").click()
-        budget = _textbox(page, "settings-budget")
-        expect(page.locator("#settings-save")).to_be_visible()
-        _type_until_kept(budget, "a lot")
-        page.click("#settings-save")
-        expect(page.locator("#settings-status")).to_contain_text("memory_budget_mb must be a number")
-        _type_until_kept(budget, "")
-        page.click("#settings-save")
-        expect(page.locator("#settings-status")).to_contain_text("Saved.")
+@pytest.mark.browser
+def test_settings_show_saved_values_and_save_only_changes_in_chromium(app_assets, tmp_path_factory):  # noqa: F811
+    """Its own server: settings are server-wide. Another tab's save survives this tab's save of another field."""
+    import json
+
+    from playwright.sync_api import expect, sync_playwright
+
+    home = served_copy(app_assets, tmp_path_factory, "settings-home")
+    with running_app(home, app_assets["base"]) as url, sync_playwright() as playwright:
+        browser = _browser(playwright)
+        first, second = _page(browser, url), _page(browser, url)
+        for page in (first, second):
+            page.get_by_role("tab", name="Settings").click()
+            expect(_textbox(page, "settings-steps")).to_have_value(str(TINY_STEPS))
+        _type_until_kept(_textbox(first, "settings-budget"), "a lot")
+        first.click("#settings-save")
+        expect(first.locator("#settings-status")).to_contain_text("memory_budget_mb must be a number")
+        _type_until_kept(_textbox(first, "settings-budget"), "900")
+        first.click("#settings-save")
+        expect(first.locator("#settings-status")).to_contain_text("Saved memory_budget_mb")
+        _type_until_kept(_textbox(second, "settings-steps"), "5")  # this page still shows no budget
+        second.click("#settings-save")
+        expect(second.locator("#settings-status")).to_contain_text("Saved steps")
+        saved = json.loads((home / "settings.json").read_text())
+        assert (saved["memory_budget_mb"], saved["steps"]) == (900, 5)
+        first.reload()
+        first.get_by_role("tab", name="Settings").click()
+        expect(_textbox(first, "settings-budget")).to_have_value("900")
+        expect(_textbox(first, "settings-steps")).to_have_value("5")
+        _shot(first, "5-settings")
         browser.close()
 
 
 def test_each_named_endpoint_through_gradio_client(app_url, app_assets):  # noqa: F811
-    """The endpoints API scripts use: select, answer, generate, upload; each client is its own session."""
+    """The endpoints API scripts use: select, answer, generate, compare, upload; each client is its own session."""
     from gradio_client import Client, handle_file
     from gradio_client.exceptions import AppError
     from PIL import Image
 
     client = Client(app_url, verbose=False)
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert {"/select", "/answer", "/generate", "/upload"} <= set(api)
+    assert {"/select", "/answer", "/generate", "/compare", "/upload"} <= set(api)
 
     asked = client.predict("my bear in the park", api_name="/select")
     assert asked["action"] == "clarify" and len(asked["options"]) == 2
@@ -269,13 +386,18 @@ def test_each_named_endpoint_through_gradio_client(app_url, app_assets):  # noqa
 
     realistic = next(i for i, o in enumerate(asked["options"]) if o["checkpoint_ids"] == ["bear-v2"])
     chosen = client.predict(option=realistic, api_name="/answer")
-    assert (chosen["action"], chosen["checkpoint_id"], chosen["prompt"]) == ("select", "bear-v2", "my <bear-v2> in the park")
+    assert (chosen["action"], chosen["checkpoint_id"], chosen["prompt"]) == ("select", "bear-v2", "<bear-v2> in the park")
 
     image_path, info = client.predict(prompt=chosen["prompt"], checkpoint_id="bear-v2", setting="W8A8", taq=True,
                                       steps=TINY_STEPS, guidance=None, seed=3, api_name="/generate")
-    assert Image.open(image_path).size == (32, 32)
+    with Image.open(image_path) as png:
+        assert png.size == (32, 32) and "Seed: 3, " in png.text["parameters"]
     assert info["setting"] == "W8A8" and info["checkpoint_id"] == "bear-v2" and info["seed"] == 3
-    assert info["label"].startswith("W8A8 + TAQ · ") and info["resident_bytes"] > 0
+    assert info["label"].startswith("W8A8 + TAQ · seed 3 · ") and 0 < info["variant_bytes"] <= info["resident_bytes"]
+
+    compared = client.predict(settings=["W8A8"], seed=4, steps=TINY_STEPS, api_name="/compare")
+    assert [v["setting"] for v in compared["variants"]] == ["FP32", "W8A8"] and {v["seed"] for v in compared["variants"]} == {4}
+    assert len(compared["differences"]) == 1 and compared["differences"][0]["mean_abs"] >= 0
 
     card = client.predict(checkpoint=handle_file(str(app_assets["horse"])), previews=[],
                           metadata={"subject_types": "horse", "category": "horse", "style_tags": "realistic"},

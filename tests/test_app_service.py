@@ -42,7 +42,7 @@ def save_tiny_base(directory: Path) -> Path:
     return directory
 
 
-def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int) -> Path:
+def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int, thumbnail: str = "") -> Path:
     """A personalized LoRA for the tiny base: random non-zero UNet LoRA + a trigger embedding, ModelSpec header."""
     from diffusers.utils import convert_state_dict_to_diffusers
     from peft import LoraConfig, get_peft_model_state_dict
@@ -57,7 +57,7 @@ def write_lora(path: Path, checkpoint_id: str, spec: dict, seed: int) -> Path:
             for k, v in convert_state_dict_to_diffusers(get_peft_model_state_dict(unet)).items()}
     spec_header = ModelSpec(title=checkpoint_id, triggers=[spec["trigger"]], architecture="stable-diffusion-v1/lora",
                             resolution="32x32", description=spec["description"], date=spec["created"] + "T10:00:00Z",
-                            tags=[spec["style"]], base_model="sd15", class_noun=spec["noun"])
+                            tags=[spec["style"]], base_model="sd15", class_noun=spec["noun"], thumbnail=thumbnail)
     embedding = {spec["trigger"]: torch.randn((1, 32), generator=generator)}
     return save_personalized_lora(path, lora, embedding, spec_header,
                                   lora_config={"r": 4, "lora_alpha": 4, "target_modules": LORA_TARGETS})
@@ -147,7 +147,7 @@ def test_clarify_then_option_selects_and_rewrites(service):
     chosen = next(i for i, o in enumerate(reply.options) if o.checkpoint_ids == ["bear-v2"])
     final = service.answer("tab-a", chosen)
     assert final.action == "select" and final.card.id == "bear-v2"
-    assert final.prompt == "my <bear-v2> in the park"
+    assert final.prompt == "<bear-v2> in the park"  # "my" is the user's word, not the model's
     assert service.session("tab-a").prompt == final.prompt and not service.session("tab-a").awaiting_answer
 
 
@@ -176,8 +176,8 @@ def test_generate_streams_progress_and_labels_the_image(service):
     assert sampling == list(range(1, TINY_STEPS + 1))
     drawn = events[-1]
     assert drawn.image.size == (32, 32)
-    assert drawn.label.startswith("W8A8 + TAQ · ") and drawn.label.endswith(" MiB resident")
-    assert drawn.result.checkpoint_id == "dog-v1" and drawn.result.resident_bytes > 0
+    assert drawn.label.startswith(f"W8A8 + TAQ · seed 1 · {TINY_STEPS} steps · dog-v1 · ") and drawn.label.endswith(" MiB")
+    assert drawn.result.checkpoint_id == "dog-v1" and 0 < drawn.variant_bytes < drawn.result.resident_bytes
     # The user edits the prompt: it is rendered as typed, and becomes what a bit-width change re-renders.
     edited = service.generate("my <dog-v1> in the snow", "dog-v1", setting="FP32", steps=TINY_STEPS, seed=1)
     again = list(service.session_generate_events("tab-a", "my <dog-v1> in the snow", setting="FP32", steps=TINY_STEPS,
@@ -204,7 +204,7 @@ def test_upload_prefills_from_header_and_is_selectable_next_message(service, app
     card = service.upload(app_assets["cat"], form, [app_assets["cat_preview"]])
     assert card.id == "cat-v1" and len(card.previews) == 1
     reply = service.chat("tab-a", "my cat")
-    assert reply.action == "select" and reply.card.id == "cat-v1" and "<cat-v1>" in reply.prompt
+    assert reply.action == "select" and reply.card.id == "cat-v1" and reply.prompt == "<cat-v1>"
 
 
 def test_bad_uploads_are_refused_in_one_line_and_change_nothing(service, app_assets, tmp_path):

@@ -9,62 +9,41 @@ and the UI share one behaviour.
 from __future__ import annotations
 
 import queue
+import re
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from personalq.config import ASSETS_DIR, personalq_home
+from personalq.service import images
 from personalq.service.access import AccessDenied, AccessPolicy
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
+from personalq.service.rendering import (
+    QUANTIZED_SETTINGS,
+    AppError,
+    Comparison,
+    Progress,
+    Rendered,
+    describe,
+    drain,
+    read_guidance,
+    read_whole,
+    resolve_seed,
+)
 from personalq.service.settings import AppSettings
-from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS, quantized_names
+from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS
 
 DEMO_REPO = ASSETS_DIR / "demo_repo"
-QUANTIZED_SETTINGS = tuple(quantized_names())
 FORM_FIELDS = (
     "id", "triggers", "subject_types", "style_tags", "description", "created_at", "version",
     "environment", "category", "base_model", "kind",
 )
 """The upload form, in the catalog contract's own key names (lists as comma-separated text)."""
-
-
-class AppError(ValueError):
-    """A request the app refuses; the message is the one line the user sees."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One progress event of long work: sampling step i of n, or loading a checkpoint (step 0)."""
-
-    step: int
-    total: int
-    message: str
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A generated image and the label that says how it was made."""
-
-    image: Any
-    label: str
-    result: Any  # serving's GenerationResult
-
-    def to_dict(self) -> dict:
-        r = self.result
-        return {"label": self.label, "setting": r.setting, "seconds": r.seconds, "resident_bytes": r.resident_bytes,
-                "checkpoint_id": r.checkpoint_id, "seed": r.seed}
-
-
-def describe(result, taq: bool) -> str:
-    """The image label: bit-width (with TAQ state when quantized), time taken, resident memory."""
-    setting = result.setting
-    if setting in QUANTIZED_SETTINGS:
-        setting += " + TAQ" if taq else " (no TAQ)"
-    return f"{setting} · {result.seconds:.2f} s · {result.resident_bytes / 2**20:.1f} MiB resident"
 
 
 def _one_line(error: BaseException) -> str:
@@ -96,6 +75,9 @@ class PersonalQService:
         self._manager = None
         self._sessions: OrderedDict[str, ChatSession] = OrderedDict()
         self._max_sessions = max_sessions
+        self._examples: tuple[int, list[str]] = (-1, [])
+        # Rendered PNGs live outside the data directory (which Gradio never serves), one folder per process.
+        self.outputs = Path(tempfile.mkdtemp(prefix="personalq-images-"))
 
     # --- sessions ---------------------------------------------------------------------------------
 
@@ -130,20 +112,68 @@ class PersonalQService:
         return LiteLLMReranker(self.settings.llm_model)
 
     def chat(self, session_id: str, text: str, now: datetime | None = None) -> ChatReply:
-        """A typed message: the answer to an open question, else a new request."""
-        if self.session(session_id).awaiting_answer:
+        """A typed message: the answer to an open question, unless it is plainly a new request."""
+        state = self.session(session_id)
+        if state.awaiting_answer and not self._is_new_request(state, text, now):
             return self.answer(session_id, text)
         return self.select(session_id, text, now=now)
+
+    def _is_new_request(self, state: ChatSession, text: str, now: datetime | None) -> bool:
+        """A message whose own candidates share none of the open question's is a new request, not an answer.
+
+        "the realistic one" fits none or some of the bears asked about, so it answers; "my dog on the
+        beach" typed while bears are offered selects a dog, which no option leads to, so it starts over.
+        """
+        if self._named_checkpoint(text) is not None:
+            return True
+        with self._lock:
+            fresh = self._checkin_now().conversation(now=now).ask((text or "").strip() or "?")
+        return bool(fresh.plausible_ids) and not set(fresh.plausible_ids) & set(state.pending.plausible_ids)
 
     def select(self, session_id: str, text: str, now: datetime | None = None) -> ChatReply:
         """Start a new request, dropping any open question."""
         text = (text or "").strip()
         if not text:
-            raise AppError("type what you want to make, e.g. 'my cartoon bear at the beach'")
+            raise AppError("type what you want to make, e.g. " + (self.example_prompts(1) or ["my cartoon bear"])[0])
+        named = self._named_checkpoint(text)
+        if named is not None:  # an exact id or trigger is a choice already made
+            return self._settle_named(session_id, text, named)
         with self._lock:
             conversation = self._checkin_now().conversation(now=now)
             result = conversation.ask(text)
             return self._settle(session_id, conversation, result)
+
+    def _named_checkpoint(self, text: str):
+        """The checkpoint whose id or trigger appears whole in `text` (exactly one), else None."""
+        words = set(re.findall(r"<[^<>\s]+>|[\w.-]+", (text or "").lower()))
+        with self._lock:
+            hits = {c.id: c for c in self.store.cards()
+                    if c.id.lower() in words or any(t.lower() in words for t in c.triggers)}
+        return next(iter(hits.values())) if len(hits) == 1 else None
+
+    def _settle_named(self, session_id: str, text: str, card) -> ChatReply:
+        names = sorted({card.id, *card.triggers}, key=len, reverse=True)
+        pattern = re.compile("|".join(rf"(?<![\w<-]){re.escape(n)}(?![\w>-])" for n in names), re.I)
+        prompt = _without_possessive(pattern.sub(card.trigger, text), card.trigger)
+        state = self.session(session_id)
+        state.conversation = state.pending = state.unmatched = None
+        state.selected, state.prompt = card, prompt
+        return ChatReply(action="select", message=f"you named {card.id}", card=card, prompt=prompt)
+
+    def choose(self, session_id: str, checkpoint_id: str) -> ChatReply:
+        """Select a checkpoint by id: a clicked nearest suggestion, or "use in chat" in the repository.
+
+        After a request nothing fitted, its words are kept with this checkpoint's trigger in the subject's place.
+        """
+        from personalq.checkin.rewrite import rewrite_prompt
+
+        with self._lock:
+            card = self._get(checkpoint_id)
+        state = self.session(session_id)
+        text, subject = state.unmatched or ("", None)
+        prompt = rewrite_prompt(text, card.trigger, [subject] if subject else []) if text else card.trigger
+        reply = self._settle_named(session_id, prompt, card)
+        return replace(reply, message=f"you chose {card.id}")
 
     def answer(self, session_id: str, answer: str | int) -> ChatReply:
         """Answer the open question with free text or the index of one of its options."""
@@ -166,6 +196,7 @@ class PersonalQService:
 
     def _settle(self, session_id: str, conversation, result) -> ChatReply:
         state = self.session(session_id)
+        result = self._one_option_per_checkpoint(result)
         if result.action == "clarify":
             state.conversation, state.pending = conversation, result
         else:
@@ -173,14 +204,31 @@ class PersonalQService:
         reply = self._reply(result)
         if reply.action == "select":
             state.selected, state.prompt = reply.card, reply.prompt
+        subject = conversation.intent.subject if conversation.intent is not None else None
+        state.unmatched = (conversation.request, subject.words if subject else None) if reply.action == "no_match" else None
         return reply
+
+    def _one_option_per_checkpoint(self, result):
+        """A question with fewer than two options (checkpoints alike in every field) offers each checkpoint."""
+        if result.action != "clarify" or len(result.options) >= 2:
+            return result
+        from personalq.checkin.checkin import ClarificationOption
+
+        result.options = [ClarificationOption(i, [i], "id", i) for i in result.plausible_ids]
+        return result
 
     def _reply(self, result) -> ChatReply:
         """Check-in's result with the cards it names looked up: option previews, nearest checkpoints."""
-        options = [OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids))
-                   for o in result.options]
-        message = result.question if result.action == "clarify" else result.reason
-        return ChatReply(action=result.action, message=message or "", card=result.card, prompt=result.rewritten_prompt,
+        options = [OptionCard(label=o.label, preview=self._first_preview(o.checkpoint_ids), checkpoint_ids=list(o.checkpoint_ids),
+                              summary=_summary(self._cards(o.checkpoint_ids))) for o in result.options]
+        if result.action == "clarify":
+            message = _question([o.label for o in options], len(result.plausible_ids))
+        else:
+            message = result.reason or ""
+        prompt = result.rewritten_prompt
+        if result.action == "select" and prompt:
+            prompt = _without_possessive(prompt, result.card.trigger)
+        return ChatReply(action=result.action, message=message, card=result.card, prompt=prompt,
                          options=options, nearest=self._cards(result.nearest))
 
     def _cards(self, checkpoint_ids) -> list:
@@ -188,6 +236,18 @@ class PersonalQService:
 
     def _first_preview(self, checkpoint_ids) -> Path | None:
         return next((card.previews[0] for card in self._cards(checkpoint_ids) if card.previews), None)
+
+    def example_prompts(self, limit: int = 6) -> list[str]:
+        """Requests built from the repository's own checkpoints that Check-in answers (selects or asks)."""
+        with self._lock:
+            cards = sorted(self.store.cards(), key=lambda c: c.created_at, reverse=True)
+            if self._examples[0] == self.store.revision:
+                return self._examples[1][:limit]
+            candidates = list(dict.fromkeys(_example_for(c) for c in cards))
+            checkin = self._checkin_now()
+            found = [t for t in candidates if checkin.conversation().ask(t).action in ("select", "clarify")]
+            self._examples = (self.store.revision, found)
+        return found[:limit]
 
     # --- generation ---------------------------------------------------------------------------------
 
@@ -215,13 +275,32 @@ class PersonalQService:
             return self._queue
 
     def generate_events(self, prompt: str, checkpoint_id: str | None, setting: str = "FP32", taq: bool = True,
-                        steps: int = 20, guidance: float | str | None = None, seed: int = 0,
+                        steps: int = 20, guidance: float | str | None = None, seed: int | str | None = 0,
                         client: str | None = None) -> Iterator[Progress | Rendered]:
-        """Queue one image and yield its progress events, then the `Rendered` image.
+        """Queue one image and yield its progress events, then the `Rendered` image (saved as a PNG).
 
         The work runs on the serving queue's worker, so the caller (a Gradio handler) stays free to
         stream progress, and concurrent sessions are served in fair order rather than all at once.
+        A blank or negative seed draws a random one, which the label and the PNG then show.
         """
+        request = self._request(prompt, checkpoint_id, setting, taq, steps, guidance, seed, client)
+        if self._queue is None:
+            yield Progress(0, 0, f"Loading the base model {self.settings.base_model}")
+        events: queue.Queue = queue.Queue()
+        handle = self._submit(request, lambda step, total, message: events.put(Progress(step, total, message)))
+        running = self.session(client).running if client else set()
+        running.add(handle)
+        try:
+            yield from drain(handle, events)
+            result = handle.result()
+        except Exception as error:
+            raise AppError("cancelled" if handle.cancelled() else _one_line(error)) from error
+        finally:
+            handle.cancel()  # a no-op when finished; stops the render when the caller went away
+            running.discard(handle)
+        yield self._rendered(request, result)
+
+    def _request(self, prompt, checkpoint_id, setting, taq, steps, guidance, seed, client):
         from personalq.serving import GenerationRequest
 
         prompt = (prompt or "").strip()
@@ -229,38 +308,40 @@ class PersonalQService:
             raise AppError("the prompt is empty; ask for a checkpoint first or type a prompt")
         if setting not in self.bit_widths():
             raise AppError(f"unknown bit-width {setting!r}; choose one of {', '.join(self.bit_widths())}")
-        if int(steps) < 1:
+        steps = read_whole(steps, "steps", 20)
+        if steps < 1:
             raise AppError("steps must be at least 1")
-        if isinstance(guidance, str):  # a form field: blank means the model's own default
-            try:
-                guidance = float(guidance) if guidance.strip() else None
-            except ValueError:
-                raise AppError(f"guidance must be a number or blank, got {guidance!r}") from None
-        request = GenerationRequest(prompt=prompt, checkpoint_id=checkpoint_id or None, setting=setting, taq=bool(taq),
-                                    steps=int(steps), guidance=None if guidance is None else float(guidance),
-                                    seed=int(seed), client=client)
-        if self._queue is None:
-            yield Progress(0, 0, f"Loading the base model {self.settings.base_model}")
-        events: queue.Queue = queue.Queue()
+        return GenerationRequest(prompt=prompt, checkpoint_id=checkpoint_id or None, setting=setting, taq=bool(taq),
+                                 steps=steps, guidance=read_guidance(guidance), seed=resolve_seed(seed), client=client)
+
+    def _submit(self, request, progress):
         from personalq.serving import ServingError
 
         try:
-            handle = self._request_queue().submit(
-                request, progress=lambda step, total, message: events.put(Progress(step, total, message)))
+            return self._request_queue().submit(request, progress=progress)
         except ServingError as error:  # the queue is full
             raise AppError(_one_line(error)) from None
-        while not handle.done():
-            try:
-                yield events.get(timeout=0.1)
-            except queue.Empty:
-                continue
-        while not events.empty():
-            yield events.get_nowait()
-        try:
-            result = handle.result()
-        except Exception as error:
-            raise AppError(_one_line(error)) from error
-        yield Rendered(image=result.image, label=describe(result, bool(taq) and setting in QUANTIZED_SETTINGS), result=result)
+
+    def _rendered(self, request, result) -> Rendered:
+        """The result labelled, measured (the UNet variant's own bytes) and written as a PNG with its parameters."""
+        setting = request.setting + (("+TAQ" if request.taq else "-noTAQ") if request.setting in QUANTIZED_SETTINGS else "")
+        rendered = Rendered(image=result.image, label="", result=result, prompt=request.prompt, guidance=request.guidance,
+                            taq=request.taq, variant_bytes=self._variant_bytes(request))
+        rendered = replace(rendered, label=describe(rendered))
+        parameters = images.parameters_text(request.prompt, steps=request.steps, guidance=request.guidance,
+                                            seed=result.seed, size=result.image.size, base_model=self.settings.base_model,
+                                            checkpoint=result.checkpoint_id, setting=setting, seconds=result.seconds)
+        name = images.file_name(result.checkpoint_id, setting, result.seed, request.steps)
+        folder = Path(tempfile.mkdtemp(dir=self.outputs))  # one folder per image: the name stays what it says
+        return replace(rendered, path=images.save_png(result.image, folder / name, parameters))
+
+    def _variant_bytes(self, request) -> int:
+        """Bytes of the UNet variant that drew the image (FP32 UNet, or its quantized copy), from serving's cache."""
+        protect = "trigger" if request.taq else "none"
+        wanted = (lambda name: name.endswith(f":{request.setting}:{protect}")) if request.setting in QUANTIZED_SETTINGS \
+            else (lambda name: name == "unet:base" or name.startswith("dreambooth:"))
+        entries = self._manager.resident() if self._manager is not None else []
+        return next((nbytes for name, _, nbytes in reversed(entries) if wanted(name)), 0)
 
     def generate(self, prompt: str, checkpoint_id: str | None, progress: Callable[[Progress], None] | None = None,
                  **options) -> Rendered:
@@ -279,7 +360,31 @@ class PersonalQService:
             raise AppError("no checkpoint is selected yet; tell me what you want to make")
         prompt = (prompt or "").strip() or state.prompt
         state.prompt = prompt
-        yield from self.generate_events(prompt, state.selected.id, client=session_id, **options)
+        for event in self.generate_events(prompt, state.selected.id, client=session_id, **options):
+            if isinstance(event, Rendered):
+                state.keep(event)
+            yield event
+
+    def compare_events(self, session_id: str, settings: list[str], prompt: str | None = None, seed: int | str | None = None,
+                       **options) -> Iterator[Progress | Comparison]:
+        """The same prompt, seed and checkpoint at each setting, full precision first, then the differences to it."""
+        full = self.bit_widths()[0]
+        chosen = [full, *dict.fromkeys(s for s in settings or [] if s != full)]
+        if not 2 <= len(chosen) <= 4:
+            raise AppError(f"choose 1 to 3 settings to compare with {full}")
+        seed = resolve_seed(seed)  # one seed for all, so only the setting differs
+        variants = []
+        for setting in chosen:
+            for event in self.session_generate_events(session_id, prompt, setting=setting, seed=seed, **options):
+                if isinstance(event, Progress):
+                    yield Progress(event.step, event.total, f"{setting} ({len(variants) + 1} of {len(chosen)}): {event.message}")
+                else:
+                    variants.append(event)
+        yield Comparison.of(variants)
+
+    def cancel(self, session_id: str) -> int:
+        """Stop the session's queued and running renders; returns how many were stopped."""
+        return self.session(session_id).cancel_all()
 
     # --- repository ---------------------------------------------------------------------------------
 
@@ -287,7 +392,7 @@ class PersonalQService:
                    created_to: str | None = None, text: str | None = None) -> list:
         """Cards matching the filters, newest first; dates may be ISO or words ("last month")."""
         start, end = _parse_date(created_from, "from"), _parse_date(created_to, "to")
-        if start and end and start > end:
+        if start and end and _moment(start) > _moment(end, end_of_day=True):
             raise AppError("the 'from' date is after the 'to' date")
         with self._lock:
             cards = self.store.list(category=category or None, style=style or None, created_from=start,
@@ -354,6 +459,28 @@ class PersonalQService:
             raise AppError(_one_line(error)) from None
         return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
 
+    def header_thumbnail(self, path: Path) -> bytes | None:
+        """The thumbnail a file's header carries (ModelSpec), decoded and re-encoded clean; None when it has none.
+
+        The store uses it as the preview when the upload brings no preview images, so the form shows it first.
+        """
+        from personalq.store import StoreError
+        from personalq.store.images import clean_image
+        from personalq.store.safetensors_file import read_header, thumbnail_bytes
+
+        self.upload_form(path)  # the same checks: uploads on, size, a readable header
+        try:
+            data = thumbnail_bytes(read_header(Path(path)).metadata)
+            return None if data is None else clean_image(data, "modelspec.thumbnail").data
+        except StoreError as error:
+            raise AppError(_one_line(error)) from None
+
+    @staticmethod
+    def refusal_field(error: Exception) -> str | None:
+        """The form field a refusal names ("created_at: 'nope' is not an ISO-8601 date" -> "created_at"), if any."""
+        head = str(error).split(":", 1)[0].split(".", 1)[0].strip()
+        return head if head in FORM_FIELDS else None
+
     def upload(self, path: Path, form: dict[str, Any], previews: list[Path] = (), token: str | None = None):
         """Validate, store and index at once; a refusal leaves the store as it was."""
         from personalq.store import StoreError
@@ -372,12 +499,21 @@ class PersonalQService:
 
     # --- settings -----------------------------------------------------------------------------------
 
-    def save_settings(self, token: str | None = None, **values) -> AppSettings:
-        """Persist new settings; a changed base model or budget restarts serving on the next request."""
-        self._allow(self.access.check_admin, token, "changing settings")
-        new = AppSettings.from_values(**{**self.settings.__dict__, **values})
-        new.save(self.home)
+    def settings_values(self) -> dict[str, Any]:
+        """The settings saved now (the file may have changed since start-up, by another tab or process)."""
         with self._lock:
+            return dict(AppSettings.load(self.home).__dict__)
+
+    def save_settings(self, token: str | None = None, **changes) -> AppSettings:
+        """Persist the changed values over what is saved now; a new base model or budget restarts serving.
+
+        Only the fields given change: another tab's save, or a value the user never touched, stays.
+        """
+        self._allow(self.access.check_admin, token, "changing settings")
+        with self._lock:
+            saved = AppSettings.load(self.home)
+            new = AppSettings.from_values(**{**saved.__dict__, **changes})
+            new.save(self.home)
             if (new.base_model, new.memory_budget_mb) != (self.settings.base_model, self.settings.memory_budget_mb):
                 self._close_serving()
             if new.llm_model != self.settings.llm_model:
@@ -406,6 +542,13 @@ def _as_text(value) -> str:
     return str(value)
 
 
+def _moment(value: date | datetime, end_of_day: bool = False) -> datetime:
+    """A date or datetime as an aware datetime, so an ISO day and "last month" compare ("to" days end at midnight)."""
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, datetime.max.time() if end_of_day else datetime.min.time())
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
 def _parse_date(text: str | None, which: str) -> date | datetime | None:
     """ISO dates or ordinary words ("2025-04-01", "April 2025", "last month"), through dateparser."""
     if not text or not str(text).strip():
@@ -418,3 +561,34 @@ def _parse_date(text: str | None, which: str) -> date | datetime | None:
         raise AppError(f"cannot read the '{which}' date {text!r}; try 2025-04-01 or 'April 2025'")
     # A bare day means the whole day; the store reads a date (not a datetime) that way.
     return moment.date() if moment.time() == datetime.min.time() else moment
+
+
+def _without_possessive(prompt: str, trigger: str) -> str:
+    """"my <bear-v2> in the park" -> "<bear-v2> in the park", "my watercolor <dog-v1>" -> "watercolor <dog-v1>":
+    the model does not know whose bear it is; a "my" up to three words before the trigger goes."""
+    pattern = rf"\b(?:my|our)\s+((?:[\w'-]+\s+){{0,3}}){re.escape(trigger)}"
+    return re.sub(pattern, lambda m: m.group(1) + trigger, prompt, flags=re.I).strip()
+
+
+def _question(labels: list[str], fitting: int) -> str:
+    """"Do you want A, B or C?" from the options' own labels (never an empty slot)."""
+    labels = [label for label in labels if label.strip()]
+    choice = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
+    more = f" ({fitting} fit; click one or say more)" if fitting > len(labels) else ""
+    return f"Do you want {choice}?{more}"
+
+
+def _summary(cards: list) -> str:
+    """What an option leads to: one checkpoint's id, version, style and date, or how many."""
+    if len(cards) != 1:
+        return f"{len(cards)} checkpoints"
+    card = cards[0]
+    parts = [card.id, f"v{card.version}" if card.version is not None else None,
+             card.style_tags[0] if card.style_tags else None, card.created_at.date().isoformat()]
+    return " · ".join(p for p in parts if p)
+
+
+def _example_for(card) -> str:
+    """A request a person might type for this checkpoint: its first style and its category."""
+    style = f"{card.style_tags[0]} " if card.style_tags else ""
+    return f"my {style}{card.category}"

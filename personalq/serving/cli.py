@@ -44,7 +44,7 @@ def generate(
         _fail(str(error))
     try:
         store = None
-        if checkpoint:
+        if checkpoint or home is not None:  # the store names the data directory the quantized cache goes to
             from personalq.store import RepoStore
 
             store = RepoStore.open(home)

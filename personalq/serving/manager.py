@@ -384,7 +384,8 @@ class PipelineManager:
             return Path(self.config.quantized_dir)
         from personalq.config import personalq_home
 
-        return personalq_home() / "quantized" / _slug(f"{self.config.base_model}-{self.family}")
+        home = getattr(self._store, "home", None) or personalq_home()  # the data directory of the store being served
+        return Path(home) / "quantized" / _slug(f"{self.config.base_model}-{self.family}")
 
     # ---- denoising ------------------------------------------------------------------------------
 
