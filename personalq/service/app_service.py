@@ -19,7 +19,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from personalq.config import ASSETS_DIR, personalq_home
+from personalq.config import personalq_home
 from personalq.service import images
 from personalq.service.access import AccessDenied, AccessPolicy
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
@@ -36,9 +36,9 @@ from personalq.service.rendering import (
     resolve_seed,
 )
 from personalq.service.settings import AppSettings
+from personalq.library import _USE_DEMO_DEFAULT, open_repository
 from personalq.setting import FLOAT_DTYPE_SETTINGS, SETTINGS
 
-DEMO_REPO = ASSETS_DIR / "demo_repo"
 FORM_FIELDS = (
     "id", "triggers", "subject_types", "style_tags", "description", "created_at", "version",
     "environment", "category", "base_model", "kind",
@@ -54,20 +54,15 @@ def _one_line(error: BaseException) -> str:
 class PersonalQService:
     """Store, Check-in and serving for one app process, plus every browser session's chat state."""
 
-    def __init__(self, home: Path | None = None, settings: AppSettings | None = None, demo_repo: Path | None = DEMO_REPO,
+    def __init__(self, home: Path | None = None, settings: AppSettings | None = None, demo_repo: Path | None | Any = _USE_DEMO_DEFAULT,
                  max_sessions: int = 1000, access: AccessPolicy | None = None):
-        from personalq.store import RepoStore
-
+        """`demo_repo` defaults to `$PERSONALQ_DEMO_REPO` or the bundled demo, as for the CLI (`open_repository`)."""
         self.access = access or AccessPolicy.from_env()
         self.home = Path(home) if home is not None else personalq_home()
         self.home.mkdir(parents=True, exist_ok=True)
         self.settings = settings or AppSettings.load(self.home)
-        from personalq.store.weights import served_bases
-
-        self.store = RepoStore.open(self.home, bases=served_bases(self.settings.base_model))
-        self.first_start_import = None
-        if demo_repo is not None and Path(demo_repo).is_dir() and not self.store.cards():
-            self.first_start_import = self.store.import_dir(Path(demo_repo))
+        opened = open_repository(self.home, self.settings.base_model, demo_repo=demo_repo)
+        self.store, self.first_start_import = opened.repo, opened.first_start_import
         self._lock = threading.RLock()  # SQLite, Chroma and Check-in's snapshot are shared by all sessions
         self._checkin = None
         self._serving_lock = threading.Lock()  # one base model load, however many sessions ask at once
@@ -263,12 +258,13 @@ class PersonalQService:
         """The serving queue, loading the base model on first use (seconds to minutes, so callers report it)."""
         with self._serving_lock:
             if self._queue is None:
-                from personalq.serving import PipelineManager, RequestQueue, ServingConfig, ServingError
+                from personalq.cluster.client import renderer_for  # the Ray deployment when PERSONALQ_RAY_ADDRESS is set
+                from personalq.serving import RequestQueue, ServingConfig, ServingError
 
                 config = ServingConfig(base_model=self.settings.base_model,
                                        memory_budget_bytes=self.settings.memory_budget_bytes)
                 try:
-                    self._manager = PipelineManager(config, store=self.store)
+                    self._manager = renderer_for(config, store=self.store)
                 except ServingError as error:
                     raise AppError(_one_line(error)) from None
                 self._queue = RequestQueue(self._manager, workers=1)
@@ -340,7 +336,7 @@ class PersonalQService:
         protect = "trigger" if request.taq else "none"
         wanted = (lambda name: name.endswith(f":{request.setting}:{protect}")) if request.setting in QUANTIZED_SETTINGS \
             else (lambda name: name == "unet:base" or name.startswith("dreambooth:"))
-        entries = self._manager.resident() if self._manager is not None else []
+        entries = self._manager.resident() if hasattr(self._manager, "resident") else []  # a Ray renderer holds none here
         return next((nbytes for name, _, nbytes in reversed(entries) if wanted(name)), 0)
 
     def generate(self, prompt: str, checkpoint_id: str | None, progress: Callable[[Progress], None] | None = None,
