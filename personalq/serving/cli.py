@@ -45,9 +45,9 @@ def generate(
     try:
         store = None
         if checkpoint or home is not None:  # the store names the data directory the quantized cache goes to
-            from personalq.store import RepoStore
+            from personalq.library import open_repository
 
-            store = RepoStore.open(home)
+            store = open_repository(home, base_model).repo  # opened as the app opens it: repaired, the demo in an empty one
         from personalq.cluster.client import renderer_for  # the Ray deployment when PERSONALQ_RAY_ADDRESS is set
 
         manager = renderer_for(ServingConfig(base_model=base_model, device=device, dtype=dtype, single_file_config=single_file_config), store=store)
