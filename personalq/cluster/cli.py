@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
+from personalq.cli_errors import fail
+
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    """These commands refuse with exit status 2 (a usage error)."""
+    fail(message, code=2)
 
 
 def _replica_counts(text: str) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from personalq.config import personalq_home
+from personalq.errors import first_line
 from personalq.service import images
 from personalq.service.access import AccessDenied, AccessPolicy
 from personalq.service.chat import ChatReply, ChatSession, OptionCard
@@ -46,9 +47,6 @@ FORM_FIELDS = (
 """The upload form, in the catalog contract's own key names (lists as comma-separated text)."""
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
 
 
 class PersonalQService:
@@ -266,7 +264,7 @@ class PersonalQService:
                 try:
                     self._manager = renderer_for(config, store=self.store)
                 except ServingError as error:
-                    raise AppError(_one_line(error)) from None
+                    raise AppError(first_line(error)) from None
                 self._queue = RequestQueue(self._manager, workers=1)
             return self._queue
 
@@ -290,7 +288,7 @@ class PersonalQService:
             yield from drain(handle, events)
             result = handle.result()
         except Exception as error:
-            raise AppError("cancelled" if handle.cancelled() else _one_line(error)) from error
+            raise AppError("cancelled" if handle.cancelled() else first_line(error)) from error
         finally:
             handle.cancel()  # a no-op when finished; stops the render when the caller went away
             running.discard(handle)
@@ -316,7 +314,7 @@ class PersonalQService:
         try:
             return self._request_queue().submit(request, progress=progress)
         except ServingError as error:  # the queue is full
-            raise AppError(_one_line(error)) from None
+            raise AppError(first_line(error)) from None
 
     def _rendered(self, request, result) -> Rendered:
         """The result labelled, measured (the UNet variant's own bytes) and written as a PNG with its parameters."""
@@ -452,7 +450,7 @@ class PersonalQService:
         try:
             meta = self.store.read_file_metadata(Path(path))
         except StoreError as error:
-            raise AppError(_one_line(error)) from None
+            raise AppError(first_line(error)) from None
         return {name: _as_text(meta.get(name)) for name in FORM_FIELDS}
 
     def header_thumbnail(self, path: Path) -> bytes | None:
@@ -469,7 +467,7 @@ class PersonalQService:
             data = thumbnail_bytes(read_header(Path(path)).metadata)
             return None if data is None else clean_image(data, "modelspec.thumbnail").data
         except StoreError as error:
-            raise AppError(_one_line(error)) from None
+            raise AppError(first_line(error)) from None
 
     @staticmethod
     def refusal_field(error: Exception) -> str | None:
@@ -491,7 +489,7 @@ class PersonalQService:
             try:
                 return self.store.add(path, meta=meta, previews=[Path(p) for p in previews or []])
             except StoreError as error:
-                raise AppError(_one_line(error)) from None
+                raise AppError(first_line(error)) from None
 
     # --- settings -----------------------------------------------------------------------------------
 

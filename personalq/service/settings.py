@@ -13,6 +13,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from personalq.atomic_write import atomic_write
+
 SETTINGS_FILE = "settings.json"
 
 _ENV = {
@@ -99,12 +101,7 @@ class AppSettings:
 
     def save(self, home: Path) -> Path:
         """Write atomically so a crash never leaves a half-written settings file."""
-        path = Path(home) / SETTINGS_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        os.replace(tmp, path)
-        return path
+        return atomic_write(Path(home) / SETTINGS_FILE, json.dumps(asdict(self), indent=2).encode())
 
 
 def llm_key_status(model: str) -> str:
