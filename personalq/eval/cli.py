@@ -60,9 +60,24 @@ def bench_quality_command(
     concepts: Optional[Path] = typer.Option(None, "--concepts", help="JSON list of {name, trigger, class_noun, lora, looks}; default: the demo repository."),
     judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+    per_image: bool = typer.Option(False, "--per-image", help="The paired per-image benchmark (issue 24): CSVs + paired tests."),
+    checkpoints: int = typer.Option(30, "--checkpoints", help="--per-image: demo checkpoints (x --trigger-prompts x --seeds images)."),
+    trigger_prompts: int = typer.Option(4, "--trigger-prompts", help="--per-image: trigger prompts per checkpoint."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="--per-image: comma-separated method names (default: all)."),
+    csv_dir: Path = typer.Option(Path("docs/results/quality"), "--csv-dir", help="--per-image: where the per-setting CSVs go."),
+    report_only: bool = typer.Option(False, "--report-only", help="--per-image: print the tables from --csv-dir, render nothing."),
 ):
     """Trigger fidelity, alignment, FD-EffNet, bytes, BOPs and speed of FP vs plain PTQ vs start-token vs TAQ."""
     import dataclasses
+
+    if per_image:
+        from personalq.eval.paired_quality import run_command
+
+        run_command(settings=settings, methods=methods, checkpoints=checkpoints, trigger_prompts=trigger_prompts,
+                    seeds=seeds, steps=steps, out=out, csv_dir=csv_dir, judge=_load_judge(judge) if not report_only else None,
+                    threads=threads, report_only=report_only, load_model=lambda: _load_model(model), model_id=model,
+                    concepts=_concepts(concepts, checkpoints) if not report_only else [], fail=_fail)
+        return
     import time
 
     import torch
