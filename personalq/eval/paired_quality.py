@@ -141,7 +141,8 @@ class PairedRun:
     @property
     def fingerprint(self) -> str:
         """Chunks computed for another model, design, checkpoint set or prompt list are not reused."""
-        blob = json.dumps([self.model_id, asdict(self.design), [asdict(c) for c in self.concepts],
+        concepts = [(c.name, c.trigger, c.class_noun, c.looks) for c in self.concepts]  # not the path: a moved checkout resumes
+        blob = json.dumps([self.model_id, asdict(self.design), concepts,
                            [asdict(i) for i in self.items]], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -170,11 +171,12 @@ class PairedRun:
     # ---- rendering ------------------------------------------------------------------------------
 
     def run(self, settings: Sequence[str], methods: Sequence[str]) -> None:
-        """Full precision first (every distance needs it), then every (setting, method) cell; finished
-        chunks are skipped, so calling this again resumes."""
+        """Full precision first (every distance needs it), then every (setting, method) cell, method by method
+        (so that a run cut short has its first methods at every setting); finished chunks are skipped, so
+        calling this again resumes."""
         from tqdm import tqdm
 
-        cells = [(FP_SETTING, FP_METHOD)] + [(s, m) for s in settings for m in methods]
+        cells = [(FP_SETTING, FP_METHOD)] + [(s, m) for m in methods for s in settings]
         self.add_trigger_tokens()
         todo = {cell: [c for c in self.concepts if self.load_chunk(*cell, c.name) is None] for cell in cells}
         per_checkpoint = self.design.prompts * self.design.seeds
