@@ -56,11 +56,15 @@ METHODS = {m.name: m for m in (
     Method("start token", (("protect", "bos"),)),  # MixDQ-style: the start token's pathway kept float
     Method("TAQ", (("protect", "trigger"),)),
     Method("TAQ + start token", (("protect", "trigger+bos"),)),
+    Method("timestep-aware", (("protect", "none"), ("timestep_groups", 4))),  # TDQ / Q-Diffusion-style ranges
+    Method("SmoothQuant", (("protect", "none"), ("smooth_alpha", 0.5))),
+    Method("TAQ + timestep-aware", (("protect", "trigger"), ("timestep_groups", 4))),
+    Method("TAQ + SmoothQuant", (("protect", "trigger"), ("smooth_alpha", 0.5))),
 )}
 """The methods a run may name, by row name; every quantized one calibrates on the same prompts."""
 
 BASELINE = "plain PTQ"
-TAQ_METHODS = ("TAQ", "TAQ + start token")
+TAQ_METHODS = tuple(name for name in METHODS if name.startswith("TAQ"))
 
 
 @dataclass(frozen=True)

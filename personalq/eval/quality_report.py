@@ -64,7 +64,7 @@ def load(directory: Path) -> tuple[Cell | None, dict[str, dict[str, Cell]]]:
 
 def best_baseline(methods: dict[str, Cell]) -> str | None:
     """The non-TAQ method with the highest success rate (ties: the smaller distance to FP)."""
-    baselines = [c for m, c in methods.items() if m not in TAQ_METHODS and not m.startswith("TAQ")]
+    baselines = [c for m, c in methods.items() if m not in TAQ_METHODS]
     if not baselines:
         return None
     return max(baselines, key=lambda c: (c.success.mean(), -c.distance.mean())).method
