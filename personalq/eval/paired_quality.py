@@ -188,6 +188,7 @@ class PairedRun:
         self.log(f"{len(cells)} cells x {self.design.images} images; {total} images still to render")
         with tqdm(total=total, unit="img", mininterval=20, smoothing=0.05) as bar:
             for cell, concepts in todo.items():
+                concepts = self.missing(cell, concepts, bar, per_checkpoint)
                 if not concepts:
                     continue
                 bar.set_description(f"{cell[0]} {cell[1]}")
@@ -195,9 +196,17 @@ class PairedRun:
                 pipe = self.cell_pipe(*cell)
                 self.write_meta(*cell, pipe, time.perf_counter() - started)
                 for concept in concepts:
-                    self.render_chunk(pipe, cell, concept)
-                    bar.update(per_checkpoint)
+                    if self.missing(cell, [concept], bar, per_checkpoint):
+                        self.render_chunk(pipe, cell, concept)
+                        bar.update(per_checkpoint)
                 del pipe
+
+    def missing(self, cell: tuple[str, str], concepts: Sequence[Concept], bar, per_checkpoint: int) -> list[Concept]:
+        """The checkpoints of `cell` still without a chunk: another process on the same run folder (a second
+        worker given the methods in another order) may have written some since this one started."""
+        left = [c for c in concepts if self.load_chunk(*cell, c.name) is None]
+        bar.update((len(concepts) - len(left)) * per_checkpoint)
+        return left
 
     def add_trigger_tokens(self) -> None:
         """Every served trigger in the tokenizer before any calibration, so that calibration prompts see the
