@@ -63,3 +63,12 @@ def test_unknown_methods_and_settings_are_refused(per_image):
         args[args.index(flag) + 1] = value
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 2 and "choose from" in result.output
+
+
+def test_no_render_exports_the_same_csvs_from_the_run_folder(per_image):
+    args = list(per_image["args"]) + ["--no-render"]
+    args[args.index("--csv-dir") + 1] = str(per_image["root"] / "csv-again")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for name in ("fp32.csv", "w4a4.csv"):
+        assert (per_image["root"] / "csv-again" / name).read_text() == (per_image["root"] / "csv" / name).read_text()

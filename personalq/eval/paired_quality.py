@@ -345,25 +345,29 @@ def _names(text: str | None, known: Sequence[str], default: Sequence[str], what:
 
 
 def run_command(*, settings, methods, checkpoints, trigger_prompts, seeds, steps, out, csv_dir, judge, threads,
-                report_only, load_model, model_id, concepts, fail) -> None:
-    """The body of `personalq bench quality --per-image`: render what is missing, export CSVs, print tables."""
+                no_render, load_model, guidance, model_id, concepts, fail) -> None:
+    """The body of `personalq bench quality --per-image`: render what is missing (unless `no_render`), export
+    the finished cells to CSVs, print the tables. A cell with any checkpoint missing is left out of the CSVs."""
     import torch
 
     from personalq.eval.quality_report import report
 
-    if not report_only:
+    setting_names = _names(settings and settings.upper(), DEFAULT_SETTINGS, DEFAULT_SETTINGS, "settings", fail)
+    method_names = _names(methods, list(METHODS), list(METHODS), "methods", fail)
+    if len(concepts) < checkpoints:
+        fail(f"--checkpoints {checkpoints}: the repository has {len(concepts)} usable checkpoints")
+    design = Design(checkpoints=checkpoints, prompts=trigger_prompts, seeds=seeds or Design.seeds,
+                    steps=steps or Design.steps, guidance=guidance)
+    pipe, scorer = None, None
+    if not no_render:
         torch.set_num_threads(threads)
-        setting_names = _names(settings and settings.upper(), DEFAULT_SETTINGS, DEFAULT_SETTINGS, "settings", fail)
-        method_names = _names(methods, list(METHODS), list(METHODS), "methods", fail)
-        if len(concepts) < checkpoints:
-            fail(f"--checkpoints {checkpoints}: the repository has {len(concepts)} usable checkpoints")
-        design = Design(checkpoints=checkpoints, prompts=trigger_prompts, seeds=seeds or Design.seeds, steps=steps or Design.steps)
-        pipe, guidance = load_model()
+        pipe, _ = load_model()
         pipe.set_progress_bar_config(disable=True)
-        design = Design(**{**asdict(design), "guidance": guidance})
-        run = PairedRun(pipe, concepts, design, JudgeScorer(judge), Path(out or "runs/quality-per-image"), model_id=model_id,
-                        log=lambda line: print(line, flush=True))
+        scorer = JudgeScorer(judge)
+    run = PairedRun(pipe, concepts, design, scorer, Path(out or "runs/quality-per-image"), model_id=model_id,
+                    log=lambda line: print(line, flush=True))
+    if not no_render:
         run.run(setting_names, method_names)
-        for path in run.export_csv(setting_names, method_names, Path(csv_dir)):
-            print(path, flush=True)
+    for path in run.export_csv(setting_names, method_names, Path(csv_dir)):
+        print(path, flush=True)
     print(report(Path(csv_dir)), flush=True)
