@@ -14,19 +14,28 @@ from personalq.cli_errors import fail
 _fail = functools.partial(fail, code=2)
 
 
+def _guidance(model: str) -> float:
+    """The guidance scale renders of `model` use: PQ-Nano's own, 7.5 for Stable Diffusion folders."""
+    if model == "pq-nano":
+        from personalq.nano import DEFAULT_GUIDANCE
+
+        return DEFAULT_GUIDANCE
+    return 7.5
+
+
 def _load_model(model: str):
     """`pq-nano` (the shipped model) or a local diffusers Stable Diffusion folder, offline; plus its guidance."""
     if model == "pq-nano":
-        from personalq.nano import DEFAULT_GUIDANCE, load_pipeline
+        from personalq.nano import load_pipeline
 
-        return load_pipeline(), DEFAULT_GUIDANCE
+        return load_pipeline(), _guidance(model)
     if not (Path(model) / "model_index.json").is_file():
         _fail(f"{model} is neither 'pq-nano' nor a diffusers pipeline folder (no model_index.json)")
     from diffusers import StableDiffusionPipeline
 
     pipe = StableDiffusionPipeline.from_pretrained(model, local_files_only=True, safety_checker=None, requires_safety_checker=False)
     pipe.set_progress_bar_config(disable=True)
-    return pipe, 7.5
+    return pipe, _guidance(model)
 
 
 def _load_judge(path: Optional[Path]):
@@ -61,9 +70,24 @@ def bench_quality_command(
     concepts: Optional[Path] = typer.Option(None, "--concepts", help="JSON list of {name, trigger, class_noun, lora, looks}; default: the demo repository."),
     judge: Optional[Path] = typer.Option(None, "--judge", help="Judge folder (default: the shipped PQ-Nano judge)."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
+    per_image: bool = typer.Option(False, "--per-image", help="The paired per-image benchmark (issue 24): CSVs + paired tests."),
+    checkpoints: int = typer.Option(30, "--checkpoints", help="--per-image: demo checkpoints (x --trigger-prompts x --seeds images)."),
+    trigger_prompts: int = typer.Option(4, "--trigger-prompts", help="--per-image: trigger prompts per checkpoint."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="--per-image: comma-separated method names (default: all)."),
+    csv_dir: Path = typer.Option(Path("docs/results/quality"), "--csv-dir", help="--per-image: where the per-setting CSVs go."),
+    no_render: bool = typer.Option(False, "--no-render", help="--per-image: export the finished cells to --csv-dir and print the tables; render nothing."),
 ):
     """Trigger fidelity, alignment, FD-EffNet, bytes, BOPs and speed of FP vs plain PTQ vs start-token vs TAQ."""
     import dataclasses
+
+    if per_image:
+        from personalq.eval.paired_quality import run_command
+
+        run_command(settings=settings, methods=methods, checkpoints=checkpoints, trigger_prompts=trigger_prompts,
+                    seeds=seeds, steps=steps, out=out, csv_dir=csv_dir, judge=None if no_render else _load_judge(judge),
+                    threads=threads, no_render=no_render, load_model=lambda: _load_model(model), guidance=_guidance(model), model_id=model,
+                    concepts=_concepts(concepts, checkpoints), fail=_fail)
+        return
     import time
 
     import torch

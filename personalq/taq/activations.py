@@ -104,6 +104,25 @@ class TAQCrossAttnProcessor:
         return hidden_states / attn.rescale_output_factor
 
 
+class _TimestepGroupHook:
+    """UNet forward pre-hook: before each denoising call, every quantizer switches to the range of the call's
+    timestep group (groups split [0, num_train_timesteps) evenly)."""
+
+    def __init__(self, quantizers: list[ActivationQuantizer], groups: int, num_train_timesteps: int):
+        self.quantizers, self.groups, self.num_train_timesteps = quantizers, groups, num_train_timesteps
+
+    def group_of(self, timestep) -> int:
+        t = float(torch.as_tensor(timestep).flatten()[0])
+        return min(self.groups - 1, max(0, int(t * self.groups / self.num_train_timesteps)))
+
+    def __call__(self, module, args, kwargs):
+        timestep = args[1] if len(args) > 1 else kwargs["timestep"]
+        group = self.group_of(timestep)
+        for quantizer in self.quantizers:
+            if quantizer.group != group:
+                quantizer.select_group(group)
+
+
 class _InputQuantizerHook:
     """Forward pre-hook: the layer sees its input on the a-bit grid (the "A" of WxAy)."""
 
@@ -126,6 +145,8 @@ class TAQState:
     def set_mode(self, mode: str) -> None:
         for quantizer in self.quantizers.values():
             quantizer.mode = mode
+            if quantizer.group is not None:  # file the group being observed, then read it back under the new mode
+                quantizer.select_group(quantizer.group)
 
     def ranges(self) -> dict[str, list]:
         return {name: [q.lo, q.hi] for name, q in self.quantizers.items()}
@@ -152,11 +173,13 @@ def install_activation_quantizers(
     mode: str,
     points: tuple[str, ...] = CROSS_POINTS,
     layer_inputs: bool = True,
+    num_train_timesteps: int = 1000,
 ) -> TAQState:
     """Attach a-bit quantizers to `unet` (replacing any earlier TAQ state) and return their state.
 
     `points` picks which cross-attention tensors are quantized (the token analyzer uses only K, V);
-    `layer_inputs` adds the input quantizers of every other Linear/Conv.
+    `layer_inputs` adds the input quantizers of every other Linear/Conv. With `config.timestep_groups` > 1
+    a UNet pre-hook switches every quantizer to its timestep group's range before each call.
     """
     remove_activation_quantizers(unet)
     state = TAQState(config, original_processors=dict(unet.attn_processors))
@@ -183,6 +206,9 @@ def install_activation_quantizers(
         for name, module in quantized_layers(unet):
             if id(module) not in kv_layers:
                 state.handles.append(module.register_forward_pre_hook(_InputQuantizerHook(make(name))))
+    if config.timestep_groups > 1:
+        hook = _TimestepGroupHook(list(state.quantizers.values()), config.timestep_groups, num_train_timesteps)
+        state.handles.append(unet.register_forward_pre_hook(hook, with_kwargs=True))
     unet.taq_state = state
     return state
 

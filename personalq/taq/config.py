@@ -27,6 +27,10 @@ class QuantConfig:
     `calibration="static"` stores activation ranges collected over calibration prompts and
     timesteps; "dynamic" measures them on every call. `clip_percentile` below 100 clips static ranges to
     that percentile of the unprotected entries (averaged over calibration calls) instead of min/max.
+    `timestep_groups` > 1 keeps one static range per group of denoising timesteps (TDQ / Q-Diffusion-style:
+    activation ranges drift with the timestep). `smooth_alpha` > 0 migrates activation outliers into the
+    weights before quantizing (SmoothQuant): input channel j of a Linear is divided by
+    s_j = max|x_j|^alpha / max|w_j|^(1 - alpha) and its weight column multiplied by it.
     """
 
     w_bits: int = 8
@@ -35,6 +39,8 @@ class QuantConfig:
     protect: str = "trigger"
     calibration: str = "static"
     clip_percentile: float = 100.0
+    timestep_groups: int = 1
+    smooth_alpha: float = 0.0
 
     def __post_init__(self):
         if self.w_bits not in WEIGHT_BITS:
@@ -47,6 +53,12 @@ class QuantConfig:
             raise ValueError(f"protect={self.protect!r} is not supported: choose one of {PROTECT_MODES}")
         if self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration={self.calibration!r} is not supported: choose one of {CALIBRATIONS}")
+        if not 1 <= self.timestep_groups <= 1000:
+            raise ValueError(f"timestep_groups={self.timestep_groups} must be 1..1000")
+        if self.timestep_groups > 1 and self.calibration != "static":
+            raise ValueError("timestep_groups > 1 needs calibration='static': dynamic ranges are measured per call anyway")
+        if not 0.0 <= self.smooth_alpha < 1.0:
+            raise ValueError(f"smooth_alpha={self.smooth_alpha} must be in [0, 1): 0 turns smoothing off")
 
     @classmethod
     def from_setting(cls, name: str, **kwargs) -> QuantConfig:
@@ -77,6 +89,12 @@ class QuantConfig:
     @property
     def protects_bos(self) -> bool:
         return "bos" in self.protect
+
+    @property
+    def needs_reference_path(self) -> bool:
+        """Timestep-switched ranges and smoothing hooks run on the fake-quantized layers, not the int8 kernels
+        (which pack one input grid per layer and replace the hooked layer objects)."""
+        return self.timestep_groups > 1 or self.smooth_alpha > 0
 
     def to_dict(self) -> dict:
         return asdict(self)

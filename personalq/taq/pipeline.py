@@ -11,6 +11,7 @@ from personalq.taq.activations import CROSS_POINTS, install_activation_quantizer
 from personalq.taq.config import QuantConfig
 from personalq.taq.kernels import int8_quantization_map, use_int8_kernels
 from personalq.taq.prompts import calibration_prompts as default_calibration_prompts
+from personalq.taq.smoothing import divide_inputs, smooth_weights
 from personalq.taq.triggers import detect_triggers, protection_kwargs
 from personalq.taq.weights import bnb_layers, load_bnb_layers, quantize_weights, set_aside_bnb_layers
 
@@ -20,6 +21,12 @@ TAQ_FILE = "taq.json"
 
 def _is_quantized(unet) -> bool:
     return getattr(unet, "taq_state", None) is not None or any(hasattr(m, "weight_qtype") for m in unet.modules())
+
+
+def _num_train_timesteps(pipe) -> int:
+    """The scheduler's training horizon, which timestep groups split evenly (1000 for SD-style schedulers)."""
+    config = getattr(getattr(pipe, "scheduler", None), "config", None)
+    return int(getattr(config, "num_train_timesteps", 1000))
 
 
 def calibrate(pipe, prompts: list[str], triggers: list[str] | None, num_inference_steps: int, batch_size: int = 4, seed: int = 0) -> None:
@@ -63,25 +70,28 @@ def quantize(
         raise ValueError("this UNet is already quantized; load the float model again to quantize it differently")
     if config.w_bits == 16:
         pipe.to(dtype=torch.float16)
+    if calibration_prompts is None:
+        calibration_prompts = default_calibration_prompts(trigger=(triggers or ["<sks>"])[0])
+    if triggers is None:
+        triggers = sorted({t for p in calibration_prompts for t in detect_triggers(p)})
+    run_calibration = lambda: calibrate(pipe, calibration_prompts, triggers, num_inference_steps, batch_size, seed)  # noqa: E731
+    smoothing = smooth_weights(unet, config.smooth_alpha, run_calibration) if config.smooth_alpha > 0 and config.quantizes_activations else {}
     if config.quantizes_weights:
         quantize_weights(unet, config.w_bits, weight_backend)
     if not config.quantizes_activations:
         install_activation_quantizers(unet, config, mode="off", points=(), layer_inputs=False)
         return pipe
+    divide_inputs(unet, smoothing)
     static = config.calibration == "static"
-    state = install_activation_quantizers(unet, config, mode="observe" if static else "dynamic")
+    state = install_activation_quantizers(unet, config, mode="observe" if static else "dynamic",
+                                          num_train_timesteps=_num_train_timesteps(pipe))
     if static:
-        if calibration_prompts is None:
-            first = (triggers or ["<sks>"])[0]
-            calibration_prompts = default_calibration_prompts(trigger=first)
-        if triggers is None:
-            triggers = sorted({t for p in calibration_prompts for t in detect_triggers(p)})
-        calibrate(pipe, calibration_prompts, triggers, num_inference_steps, batch_size, seed)
+        run_calibration()
         state.set_mode("static")
         missing = [name for name, q in state.quantizers.items() if q.lo is None]
         if missing:
             raise RuntimeError(f"calibration never reached {len(missing)} quantization points, e.g. {missing[0]}")
-        if int8_kernels:
+        if int8_kernels and not config.needs_reference_path:
             use_int8_kernels(unet)
     return pipe
 
@@ -95,6 +105,8 @@ def save_quantized(pipe_or_unet, directory: str | Path) -> Path:
     state = getattr(unet, "taq_state", None)
     if state is None:
         raise ValueError("this UNet was not quantized with personalq.taq.quantize")
+    if state.config.needs_reference_path:
+        raise ValueError("timestep-grouped ranges and smoothing are benchmark calibrations; saving them is not supported")
     if getattr(unet, "peft_config", None):
         raise ValueError("unload the LoRA adapters (pipe.unload_lora_weights()) before saving the quantized base UNet")
     directory = Path(directory)

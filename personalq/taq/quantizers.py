@@ -102,6 +102,30 @@ class ActivationQuantizer:
         self._grid: tuple[torch.Tensor, torch.Tensor] | None = None
         self._numbers: tuple[tuple, float, int] | None = None  # (grid, scale, zero) as Python numbers
         self._last: tuple | None = None  # (input, its version, keep, result) of the last small static call
+        self.group: int | None = None  # the timestep group whose range lo/hi hold now (None: one range for all)
+        self.group_ranges: dict[int, tuple] = {}  # the other groups' (lo, hi, observed calls)
+
+    def select_group(self, group: int) -> None:
+        """Make `lo`/`hi` the range of timestep group `group`, keeping the current one aside.
+
+        While observing, each group collects its own range; when static, a group calibration never saw
+        (another step count at serving) takes the range of the nearest calibrated group.
+        """
+        if self.group is not None:
+            self.group_ranges[self.group] = (self.lo, self.hi, self._observed_calls)
+        found = self.group_ranges.get(group)
+        if found is None or (found[0] is None and self.mode != "observe"):
+            seen = [g for g, r in self.group_ranges.items() if r[0] is not None]
+            found = self.group_ranges[min(seen, key=lambda g: abs(g - group))] if seen and self.mode != "observe" else (None, None, 0)
+        self.lo, self.hi, self._observed_calls = found
+        self.group = group
+
+    def grouped_ranges(self) -> dict[int, list]:
+        """Timestep group -> [lo, hi], the current group's included."""
+        ranges = {g: [r[0], r[1]] for g, r in self.group_ranges.items()}
+        if self.group is not None:
+            ranges[self.group] = [self.lo, self.hi]
+        return dict(sorted(ranges.items()))
 
     def grid(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Scale and zero point of the stored range on this quantizer's grid, computed once per range.
