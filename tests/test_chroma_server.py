@@ -142,9 +142,13 @@ def test_a_server_that_does_not_answer_is_a_one_line_refusal(monkeypatch, tmp_pa
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://127.0.0.1:99999", "http://:8000",
                                  "http://127.0.0.1:8000/some/path", "http://127.0.0.1:8000?tenant=x"])
-def test_a_malformed_server_url_is_refused_before_anything_is_contacted(url):
+def test_a_malformed_server_url_is_refused_before_anything_is_written(url, monkeypatch, tmp_path):
     with pytest.raises(StoreError, match="PERSONALQ_CHROMA_URL"):
         server_address(url)
+    monkeypatch.setenv("PERSONALQ_CHROMA_URL", url)
+    with pytest.raises(StoreError, match="PERSONALQ_CHROMA_URL"):
+        RepoStore.open(tmp_path / "home")
+    assert not (tmp_path / "home" / "chroma").exists()
 
 
 def test_nodes_creating_the_collection_name_at_once_agree_on_one(tmp_path):

@@ -88,6 +88,7 @@ class DenseIndex:
     def __init__(self, directory: Path, server_url: str | None = None):
         self.directory = Path(directory)
         self.server_url = server_url or None
+        self._address = None if self.server_url is None else server_address(self.server_url)  # refused before any write
         self.collection_name = COLLECTION_NAME if self.server_url is None else server_collection_name(self.directory)
         self._client = None
         self._collection = None
@@ -98,8 +99,6 @@ class DenseIndex:
         if self.server_url is not None:  # a server that does not answer is refused, never "started afresh"
             try:
                 return self._connect()
-            except StoreError:
-                raise
             except Exception as error:
                 self.close()
                 raise StoreError(f"the Chroma server at {self.server_url} cannot be used: {one_line(error)}") from None
@@ -126,11 +125,11 @@ class DenseIndex:
         from chromadb.config import Settings
 
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
-        if self.server_url is None:
+        if self._address is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._client = chromadb.PersistentClient(path=str(self.directory), settings=settings)
         else:
-            host, port, ssl = server_address(self.server_url)
+            host, port, ssl = self._address
             self._client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
         self._collection = self._create_collection()
         self._collection.count()
