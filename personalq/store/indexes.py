@@ -5,6 +5,11 @@ with it. Chroma is handed our own vectors (its embedding function is disabled, s
 or downloads a model of its own). Each Chroma entry records the embedder and the hash of the text it
 embeds, which is how opening a store notices stale entries.
 
+With `PERSONALQ_CHROMA_URL` set, the vectors live on a Chroma server instead (`chromadb.HttpClient`),
+so several nodes of a cluster share one dense index; without it, nothing changes (`PersistentClient`
+in `home/chroma`). One server may hold several stores, so each store's collection is named by an
+identity kept in its home (see `server_collection_name`).
+
 BM25 is not persisted: it is rebuilt in memory from the catalog's cards on the first sparse search
 after a change (10k cards take well under a second), so it can never disagree with the catalog on
 disk and opening a store stays fast.
@@ -12,29 +17,91 @@ disk and opening a store stays fast.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from personalq.store.card import CheckpointCard, tokenize
+from personalq.store.errors import StoreError, one_line
 
-COLLECTION_NAME = "descriptions"
+COLLECTION_NAME = "descriptions"  # the one collection of a store's own PersistentClient folder
+SERVER_COLLECTION_FILE = "server-collection"  # in the dense folder: this store's collection on a Chroma server
+_SERVER_COLLECTION = re.compile(r"personalq-[0-9a-f]{32}")
 _PAGE = 5000  # ids per Chroma call; larger id lists overflow SQLite's variable limit inside chromadb
 
 
-class DenseIndex:
-    """A Chroma `PersistentClient` collection of L2-normalised description vectors, cosine space."""
+def server_address(url: str) -> tuple[str, int, bool]:
+    """(host, port, ssl) of a Chroma server URL such as http://127.0.0.1:8000; without a port, Chroma's
+    8000 for http and 443 for https."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as error:
+        raise StoreError(f"PERSONALQ_CHROMA_URL {url!r} is not a URL: {one_line(error)}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+        raise StoreError(f"PERSONALQ_CHROMA_URL {url!r} is not an http(s)://host[:port] address of a Chroma server")
+    ssl = parts.scheme == "https"
+    return parts.hostname, port if port is not None else (443 if ssl else 8000), ssl
 
-    def __init__(self, directory: Path):
+
+def server_collection_name(directory: Path) -> str:
+    """The name of this store's collection on a Chroma server: `personalq-<random uuid>`, kept in its home.
+
+    Why a random identity kept in the home, not a name computed from the home's path or the catalog's
+    URL: two machines can have the same home path (/root/.personalq in containers) and nodes of one
+    cluster can reach one PostgreSQL catalog by different host names. The home is what nodes of one
+    store already share (its checkpoint files live there), so every node of one store finds one name
+    and no two stores share one. Created once with a hard link, which fails when another node won the
+    race; the loser reads the winner's name.
+    """
+    path = Path(directory) / SERVER_COLLECTION_FILE
+    found = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+    if _SERVER_COLLECTION.fullmatch(found):
+        return found
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{SERVER_COLLECTION_FILE}.{uuid.uuid4().hex}")
+    draft.write_text(f"personalq-{uuid.uuid4().hex}\n", encoding="utf-8")
+    try:
+        if found:  # unreadable (hand-edited, truncated): a new collection, refilled from the catalog on open
+            os.replace(draft, path)
+        else:
+            os.link(draft, path)
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
+
+
+class DenseIndex:
+    """A Chroma collection of L2-normalised description vectors, cosine space.
+
+    In this store's own `PersistentClient` folder, or, when `server_url` is given, on that Chroma server.
+    """
+
+    def __init__(self, directory: Path, server_url: str | None = None):
         self.directory = Path(directory)
+        self.server_url = server_url or None
+        self._address = None if self.server_url is None else server_address(self.server_url)  # refused before any write
+        self.collection_name = COLLECTION_NAME if self.server_url is None else server_collection_name(self.directory)
         self._client = None
         self._collection = None
         self.recreated = False  # True when the folder was unreadable and had to be started afresh
         self._open()
 
     def _open(self) -> None:
+        if self.server_url is not None:  # a server that does not answer is refused, never "started afresh"
+            try:
+                return self._connect()
+            except Exception as error:
+                self.close()
+                raise StoreError(f"the Chroma server at {self.server_url} cannot be used: {one_line(error)}") from None
         try:
             self._connect()
         except Exception:  # a crash can leave Chroma's sqlite/HNSW files unreadable: start afresh
@@ -57,14 +124,20 @@ class DenseIndex:
         import chromadb
         from chromadb.config import Settings
 
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._client = chromadb.PersistentClient(
-            path=str(self.directory), settings=Settings(anonymized_telemetry=False, allow_reset=False)
-        )
-        self._collection = self._client.get_or_create_collection(
-            COLLECTION_NAME, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
-        )
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        if self._address is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._client = chromadb.PersistentClient(path=str(self.directory), settings=settings)
+        else:
+            host, port, ssl = self._address
+            self._client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        self._collection = self._create_collection()
         self._collection.count()
+
+    def _create_collection(self):
+        return self._client.get_or_create_collection(
+            self.collection_name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+        )
 
     def close(self) -> None:
         if self._client is not None:
@@ -107,10 +180,8 @@ class DenseIndex:
             self._collection.delete(ids=list(ids[start : start + _PAGE]))
 
     def clear(self) -> None:
-        self._client.delete_collection(COLLECTION_NAME)
-        self._collection = self._client.get_or_create_collection(
-            COLLECTION_NAME, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
-        )
+        self._client.delete_collection(self.collection_name)
+        self._collection = self._create_collection()
 
     def count(self) -> int:
         return self._collection.count()

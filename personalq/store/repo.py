@@ -71,7 +71,7 @@ class RepoStore:
         self._engine = catalog.connect(database_url)
         self._cards_cache: tuple[int, dict[str, CheckpointCard]] | None = None
         self._sparse_cache: tuple[int, SparseIndex] | None = None
-        self._dense = DenseIndex(home / "chroma")
+        self._dense = DenseIndex(home / "chroma", os.environ.get("PERSONALQ_CHROMA_URL"))
         # One lock file per home serializes every write across threads and processes (flock locks
         # belong to an open file, so two threads of one process exclude each other too).
         self._write_lock = FileLock(str(home / WRITE_LOCK_NAME), timeout=WRITE_LOCK_TIMEOUT_S)
