@@ -79,7 +79,21 @@ def test_w8a8_verdict_compares_taq_with_full_precision(tmp_path):
     write_csv(_rows("FP32", "full precision", fp_success, [0.0] * n), tmp_path / "fp32.csv")
     write_csv(_rows("W8A8", "plain PTQ", fp_success, [1.0] * n) + _rows("W8A8", "TAQ", fp_success, [0.5] * n), tmp_path / "w8a8.csv")
     fp, cells = load(tmp_path)
-    assert "TAQ vs full precision +0.0 points" in verdict("W8A8", cells["W8A8"], fp) and "MET" in verdict("W8A8", cells["W8A8"], fp)
+    text = verdict("W8A8", cells["W8A8"], fp)
+    assert "TAQ vs full precision +0.0 points [95% CI +0.0, +0.0]" in text and "target (within 3 points of FP) MET" in text
+
+
+def test_w8a8_within_three_points_needs_the_whole_interval_inside(tmp_path):
+    n = 40
+    fp_success = np.arange(n) < 30
+    taq_success = fp_success.copy()
+    taq_success[[0, 5, 10, 15]] = False  # 4 of 40 lost: a gap of -10 points
+    taq_success[[30, 35, 38]] = True  # 3 of 40 gained: net -2.5 points, but an interval wider than +-3
+    write_csv(_rows("FP32", "full precision", fp_success, [0.0] * n), tmp_path / "fp32.csv")
+    write_csv(_rows("W8A8", "plain PTQ", fp_success, [1.0] * n) + _rows("W8A8", "TAQ", taq_success, [0.5] * n), tmp_path / "w8a8.csv")
+    fp, cells = load(tmp_path)
+    text = verdict("W8A8", cells["W8A8"], fp)
+    assert "-2.5 points" in text and "NOT established" in text
 
 
 def test_design_items_pair_every_checkpoint_prompt_and_seed():
