@@ -87,6 +87,9 @@ def bench_quality_command(
                     seeds=seeds, steps=steps, out=out, csv_dir=csv_dir, judge=None if no_render else _load_judge(judge),
                     threads=threads, no_render=no_render, load_model=lambda: _load_model(model), guidance=_guidance(model), model_id=model,
                     concepts=_concepts(concepts, checkpoints), fail=_fail)
+        from personalq.eval.quality_report import report  # reads the CSVs alone; it imports paired_quality, not back
+
+        print(report(Path(csv_dir)), flush=True)
         return
     import time
 

@@ -347,10 +347,8 @@ def _names(text: str | None, known: Sequence[str], default: Sequence[str], what:
 def run_command(*, settings, methods, checkpoints, trigger_prompts, seeds, steps, out, csv_dir, judge, threads,
                 no_render, load_model, guidance, model_id, concepts, fail) -> None:
     """The body of `personalq bench quality --per-image`: render what is missing (unless `no_render`), export
-    the finished cells to CSVs, print the tables. A cell with any checkpoint missing is left out of the CSVs."""
+    the finished cells to CSVs (the caller prints their tables). A cell with any checkpoint missing is left out."""
     import torch
-
-    from personalq.eval.quality_report import report
 
     setting_names = _names(settings and settings.upper(), DEFAULT_SETTINGS, DEFAULT_SETTINGS, "settings", fail)
     method_names = _names(methods, list(METHODS), list(METHODS), "methods", fail)
@@ -370,4 +368,3 @@ def run_command(*, settings, methods, checkpoints, trigger_prompts, seeds, steps
         run.run(setting_names, method_names)
     for path in run.export_csv(setting_names, method_names, Path(csv_dir)):
         print(path, flush=True)
-    print(report(Path(csv_dir)), flush=True)
