@@ -140,6 +140,7 @@ _ROUTE = {"multiplexed": route_multiplexed, "random": route_random}
 
 
 def zipf_probabilities(count: int, exponent: float) -> np.ndarray:
+    """P(rank k) proportional to 1/k^exponent over `count` ranks: a few popular checkpoints, a long tail."""
     weights = 1.0 / np.arange(1, count + 1) ** exponent
     return weights / weights.sum()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from personalq.eval.route_bench import zipf_probabilities
 from personalq.serving.cache import resident_bytes
 from personalq.serving.config import ServingConfig
 from personalq.serving.manager import PipelineManager
@@ -79,9 +80,8 @@ def repo_loras(directory: Path, count: int) -> list[tuple[Path, str]]:
 
 def zipf_workload(n_requests: int, n_checkpoints: int, exponent: float, seed: int = 0) -> list[int]:
     """Checkpoint indices drawn with P(rank k) proportional to 1/k^exponent (a few popular, a long tail)."""
-    weights = 1.0 / np.arange(1, n_checkpoints + 1) ** exponent
     rng = np.random.default_rng(seed)
-    return rng.choice(n_checkpoints, size=n_requests, p=weights / weights.sum()).tolist()
+    return rng.choice(n_checkpoints, size=n_requests, p=zipf_probabilities(n_checkpoints, exponent)).tolist()
 
 
 @dataclass
