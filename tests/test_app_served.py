@@ -14,7 +14,6 @@ import io
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from loopback import free_port
 
 from test_app_service import TINY_STEPS, app_assets  # noqa: F401  (the shared, session-built repository)
 
@@ -35,16 +36,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 WAIT_MS = 120_000  # a shared 2-core machine: Check-in's first call and the first image take seconds
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @contextlib.contextmanager
 def running_app(home: Path, base: Path, **env_extra: str):
     """`python app.py` on a free port of 127.0.0.1 over `home`; yields its URL and stops it afterwards."""
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, PERSONALQ_HOME=str(home), PERSONALQ_HOST="127.0.0.1", PORT=str(port),
                PERSONALQ_BASE_MODEL=str(base), PERSONALQ_STEPS=str(TINY_STEPS), **env_extra)
     log = (home.parent / f"{home.name}-server.log").open("w")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -20,6 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from loopback import free_port
 
 from personalq.store import RepoStore, StoreError
 from personalq.store.indexes import SERVER_COLLECTION_FILE, server_address, server_collection_name
@@ -30,11 +31,6 @@ START_TIMEOUT_S = 60.0
 
 pytestmark = pytest.mark.slow
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_heartbeat(url: str, server: subprocess.Popen, log: Path) -> None:
@@ -56,7 +52,7 @@ def chroma_url():
     if CHROMA is None:
         pytest.skip("chromadb's `chroma` command is not installed")
     root = Path(tempfile.mkdtemp(prefix="personalq-chroma-"))
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     log = root / "server.log"
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "NO_COLOR": "1"}
     with log.open("wb") as out:
@@ -134,7 +130,7 @@ def test_two_stores_on_one_server_do_not_see_each_others_vectors(on_server, tmp_
 
 
 def test_a_server_that_does_not_answer_is_a_one_line_refusal(monkeypatch, tmp_path):
-    monkeypatch.setenv("PERSONALQ_CHROMA_URL", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    monkeypatch.setenv("PERSONALQ_CHROMA_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     with pytest.raises(StoreError, match="the Chroma server at http://127.0.0.1:.* cannot be used") as refused:
         RepoStore.open(tmp_path / "home")
     assert "\n" not in str(refused.value)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from loopback import free_port
 
 pytest.importorskip("psycopg")
 def _server_program(name: str) -> str | None:
@@ -37,11 +38,6 @@ pytestmark = pytest.mark.slow
 DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _as_server_user(argv: list[str]) -> list[str]:
     """PostgreSQL refuses to run as root; run it as Debian's `postgres` user then."""
@@ -54,7 +50,7 @@ def database_url() -> str:
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
         root.chmod(0o700)
-    data, port = root / "data", _free_port()
+    data, port = root / "data", free_port()
     subprocess.run(_as_server_user([INITDB, "-D", str(data), "-A", "trust", "-U", "pq"]), check=True, capture_output=True, timeout=120)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
     subprocess.run(_as_server_user([PG_CTL, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
