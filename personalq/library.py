@@ -17,7 +17,6 @@ catalog is filled from the demo repository, so a fresh CLI sees what a fresh app
 from __future__ import annotations
 
 import os
-import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -148,15 +147,17 @@ class PersonalQ:
 
     @property
     def manager(self) -> PipelineManager:
-        """The serving layer, loading the base model on first use; quantized variants are kept in HOME."""
+        """The serving layer, loading the base model on first use (the Ray deployment when
+        PERSONALQ_RAY_ADDRESS is set). Quantized variants are kept under HOME/quantized, in the folder
+        serving derives from the store's home, so the app and the library share one cache."""
         with self._serving_lock:
             if self._manager is None:
-                from personalq.serving import PipelineManager, ServingConfig
+                from personalq.cluster.client import renderer_for
+                from personalq.serving import ServingConfig
 
-                base = str(self.settings.base_model)
-                config = ServingConfig(base_model=base, memory_budget_bytes=self.settings.memory_budget_bytes,
-                                       quantized_dir=self.home / "quantized" / _slug(base))
-                self._manager = PipelineManager(config, store=self.repo)
+                config = ServingConfig(base_model=str(self.settings.base_model),
+                                       memory_budget_bytes=self.settings.memory_budget_bytes)
+                self._manager = renderer_for(config, store=self.repo)
             return self._manager
 
     def generate(self, prompt: str, checkpoint_id: str | None = None, *, setting: str = "FP32", taq: bool = True,
@@ -192,8 +193,3 @@ class PersonalQ:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _slug(text: str) -> str:
-    """A folder name for a base-model spec (a hub id or a path)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "base"
