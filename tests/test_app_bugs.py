@@ -71,6 +71,13 @@ def test_typing_dog_v1_is_not_rewritten_to_a_garbled_trigger(service):  # noqa: 
     assert (reply.card.id, reply.prompt) == ("dog-v1", "<dog-v1> in the snow")
 
 
+def test_a_subject_the_repository_lacks_is_a_no_match_naming_it_not_a_question(service):  # noqa: F811
+    # The issue saw "my spaceship" ask to choose among cars. That did not reproduce on the main the issue
+    # started from (this test passes there too, also with two cars added); it guards the behaviour.
+    reply = service.chat("tab-a", "my spaceship")
+    assert reply.action == "no_match" and not reply.options and "spaceship" in reply.message
+
+
 def test_the_rewritten_prompt_drops_my(service):  # noqa: F811
     assert service.chat("tab-a", "my dog on the beach").prompt == "<dog-v1> on the beach"
     assert service.chat("tab-b", "a picture of my dog").prompt == "a picture of <dog-v1>"
