@@ -121,7 +121,7 @@ def _app():
 def test_bench_select_compares_methods(small_set, tmp_path):
     args = ["bench", "select", "--catalog", str(small_set / "catalog.jsonl"), "--prompts", str(small_set / "prompts.jsonl"),
             "--now", "2025-06-30T12:00:00Z", "--home", str(tmp_path / "home"), "--method", "all", "--json",
-            "--out", str(tmp_path / "pred.jsonl"), "--split", "none"]
+            "--out", str(tmp_path / "runs" / "pred.jsonl"), "--split", "none"]  # a folder not made yet
     result = CliRunner().invoke(_app(), args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout[result.stdout.index("{"):])
@@ -133,7 +133,7 @@ def test_bench_select_compares_methods(small_set, tmp_path):
     for baseline in ("random", "dense", "bm25", "hybrid"):
         assert rows[baseline]["decision_accuracy"] < rows["checkin"]["decision_accuracy"]
     assert rows["checkin"]["decision_accuracy"] >= 0.8
-    lines = (tmp_path / "pred.checkin.jsonl").read_text().splitlines()
+    lines = (tmp_path / "runs" / "pred.checkin.jsonl").read_text().splitlines()
     assert len(lines) == 40 and {"instance_id", "action", "final_checkpoint_id"} <= set(json.loads(lines[0]))
 
 

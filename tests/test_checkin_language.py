@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,40 @@ def test_common_description_words_never_filter(checkin):
     selects(checkin, "the kite with stripes", "kite-3")      # a word few cards share does filter
     selects(checkin, "the striped kite", "kite-3")           # and so does its inflection
     selects(checkin, "a glazed ocarina", "ocarina-1")
+
+
+def test_several_description_words_are_a_bag_not_a_list_of_filters(checkin):
+    selects(checkin, "the delta kite with long stripes", "kite-3")  # "long" is kite-1's; two of three are kite-3's
+    result = checkin.ask("a red kite with stripes", now=NOW)         # one word each: both fit, so ask
+    assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-3"}, result.reason
+
+
+@pytest.mark.parametrize("text, named", [("a graffiti kite", "graffiti"), ("anime ocarina", "anime"), ("my cartoon kite", "cartoon")])
+def test_a_modifier_that_reads_as_a_style_the_catalog_lacks_is_a_no_match(checkin, text, named):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
+
+
+@pytest.mark.parametrize("text", ["my favorite ocarina", "the wild kite", "my wooden ocarina"])
+def test_an_ordinary_modifier_is_not_taken_for_a_style(checkin, text):
+    assert checkin.ask(text, now=NOW).action != "no_match", text
+
+
+def test_a_setting_is_never_read_as_a_look():
+    """"rain" is near the style "wet on wet" by meaning; after "in the" it names weather, prompt context."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.intent import parse_intent
+    from personalq.checkin.vocabulary import CatalogVocabulary
+    from personalq.store.embedder import default_embedder
+
+    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=[style],
+                             environment=["cellar"], description="A zither.") for n, style in enumerate(["wet on wet", "batik"])]
+    vocabulary = CatalogVocabulary(cards, default_embedder())
+    assert vocabulary.similar("rain")[:2] == ("style", ("wet", "on", "wet"))  # the meaning match the rule must refuse
+    now = datetime.fromisoformat(NOW)
+    assert [c.attribute for c in parse_intent("my zither in the rain", vocabulary, now).constraints] == ["subject"]
+    assert {c.attribute for c in parse_intent("my rain zither", vocabulary, now).constraints} == {"subject", "style"}
 
 
 def conversation(checkin, *messages):

@@ -22,7 +22,8 @@ from personalq.checkin.vocabulary import term_key
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
-_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b", re.I)
+# A reply tied to the earlier request: "and ...", "but ..." first, or "same"/"instead" anywhere ("now the lynx in the same style").
+_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead)\b", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -118,9 +119,14 @@ class CheckIn:
         snap = self.snapshot
         base = set(snap.ids) if pool is None else pool & snap.cards.keys()
         sets = [(c, snap.matching(c)) for c in intent.constraints]
+        cues = [ids for c, ids in sets if c.attribute == "cue" and not c.excluded]
         satisfying = set(base)
         for c, ids in sorted(sets, key=lambda s: len(s[1])):
+            if len(cues) > 1 and c.attribute == "cue" and not c.excluded:
+                continue  # description words count together, below
             satisfying = satisfying - ids if c.excluded else satisfying & ids
+        if len(cues) > 1:
+            satisfying = _most_cues(satisfying, cues)
         if intent.order and satisfying:
             field_name, pick = intent.order
             dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)
@@ -230,6 +236,15 @@ class CheckIn:
         return attribute, groups
 
 
+def _most_cues(satisfying: set[str], cues: list[set[str]]) -> set[str]:
+    """The checkpoints whose descriptions hold the most of the request's description words (at least
+    one): in "a lynx holding a banjo" the card may say "with a banjo", and "holding" belongs
+    to another card, so several description words are a bag to overlap, not a list of filters."""
+    counts = {i: sum(i in ids for ids in cues) for i in satisfying}
+    best = max(counts.values(), default=0)
+    return {i for i, n in counts.items() if n == best} if best else set()
+
+
 def _attribute_value(card, attribute: str) -> str | None:
     if attribute == "category":
         return card.category
@@ -333,7 +348,7 @@ class Conversation:
 
     def _is_new_request(self, full: Intent, text: str) -> bool:
         """Another subject than the one asked for, and no word tying it to the earlier request."""
-        if _SAME.match(text):
+        if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]

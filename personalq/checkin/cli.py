@@ -146,6 +146,7 @@ def _bench_store(catalog_file: Path, home: Path | None, k: int, quiet: bool):
 def _write_predictions(target: Path, predictions) -> None:
     from dataclasses import asdict
 
+    target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         for p in predictions:
             f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")

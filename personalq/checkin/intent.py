@@ -34,10 +34,12 @@ _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s
                         r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to)\b", re.I)
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|rarely\s+used?)\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
-_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first)\b", re.I)
+_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
+# "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
+_NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
-_USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran)\b", re.I)
+_USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
@@ -154,13 +156,44 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
-    """A leftover word that names a kind of art ("fresco", "a pencil sketch") asks for a style the
-    catalog lacks. A word merely before "style" does not: it may be a synonym the catalog cannot place."""
+    """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
+    words right before the subject that read as a style ("graffiti sled", "anime lynx"),
+    ask for a style the catalog lacks. A word merely before "style" does not: it may be a synonym the
+    catalog cannot place."""
     for j in unknown:
         tok = scan.toks[j]
         if vocabulary.names_art_form(tok.key):
             intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
             return
+    before = _right_before_subject(intent, scan, unknown)
+    for span in (before[-2:], before[-1:]) if before else ():
+        words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
+        if vocabulary.looks_like_style(words.lower()):
+            intent.constraints.append(Constraint("unknown", words.lower(), words, scan.toks[span[0]].start, scan.toks[span[-1]].end))
+            return
+
+
+def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
+    """The leftover words that directly precede the subject's words ("anime" of "anime lynx")."""
+    subject = intent.subject
+    if subject is None:
+        return []
+    run: list[int] = []
+    for j in sorted(unknown, reverse=True):
+        end = subject.start if not run else scan.toks[run[0]].start
+        if scan.toks[j].end <= end and re.fullmatch(r"[\s\-]*", intent.text[scan.toks[j].end:end]):
+            run.insert(0, j)
+    return run
+
+
+# "in the rain", "at the ocean", "by a tram stop": where a noun names the picture's setting. A setting
+# no card names is prompt context ("a lynx over the city"), never a look: "rain" is not watercolor.
+_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over)\s+"
+                         r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
+
+
+def _in_place_slot(text: str, tok: Token) -> bool:
+    return bool(_PLACE_SLOT.search(text[:tok.start]))
 
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"
@@ -239,6 +272,12 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         take(m.start(), m.end())
         for other in _ORDER.finditer(text):  # "the previous watch, not the newest one": one order only
             take(other.start(), other.end())
+    m = _NTH.search(text)
+    if m and not intent.order and not any(taken[m.start():m.end()]):
+        rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1
+        if rank > 0:
+            intent.order, intent.order_words, intent.order_rank = ("created", "min"), m.group(0), rank
+            take(m.start(), m.end())
     m = _COMPARATIVE.search(text)
     if m and not any(taken[m.start():m.end()]):
         intent.comparative = "older" if m.group(1).lower() in ("older", "earlier") else "newer"
@@ -304,8 +343,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     for j in content:
         if j not in cues:
             hit = vocabulary.similar(toks[j].text.lower())
-            if hit:
-                proposals.append((hit[2], hit[0], hit[1], (j,)))
+            if hit and not (hit[0] != "environment" and _in_place_slot(scan.text, toks[j]) and vocabulary.names_place(toks[j].key)):
+                proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())

@@ -32,6 +32,11 @@ THING_MIN_DEPTH = 4
 # art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
+# location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
+# docks) and weather.n.01 (rain, snow): a word below one of them names where or in what weather a
+# picture is set, that is a place. Light and hour ("at sunset", "at dawn") are not: they are lighting
+# for the prompt, which no card is expected to name.
+PLACES = frozenset({27167, 9225146, 9287968, 4341686, 11524662})
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -172,6 +177,10 @@ class WordNet:
     def names_art_form(self, word: str) -> bool:
         """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching")."""
         return any(ART_FORMS & self.ancestors(sense, 12).keys() for sense in self.usual_senses(word))
+
+    def names_place(self, word: str) -> bool:
+        """Whether the word's usual noun sense is a place or weather ("cellar", "ocean", "rain")."""
+        return any(PLACES & self.ancestors(sense, 20).keys() for sense in self.usual_senses(word))
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)
