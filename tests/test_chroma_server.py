@@ -1,7 +1,7 @@
 """The dense index on a Chroma server, as `PERSONALQ_CHROMA_URL` names it for a cluster.
 
-A real `chroma run` server is started on loopback in a temporary folder (telemetry off) and stopped
-when the module ends; the store reaches it only through that variable. Checked: the vectors of an
+A real `chroma run` server is started on loopback by `loopback.chroma_server` and stopped when the
+module ends; the store reaches it only through that variable. Checked: the vectors of an
 import land on the server (and no embedded Chroma folder is written), search and Check-in answer
 through it, a reopened store finds its collection again, and two stores (two homes) on one server
 never see each other's vectors. Skipped where chromadb's `chroma` command is missing.
@@ -9,66 +9,26 @@ never see each other's vectors. Skipped where chromadb's `chroma` command is mis
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import tempfile
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from loopback import free_port
+from loopback import chroma_collection, chroma_server, free_port
 
 from personalq.store import RepoStore, StoreError
 from personalq.store.indexes import SERVER_COLLECTION_FILE, server_address, server_collection_name
 
-CHROMA = shutil.which("chroma")
 DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
-START_TIMEOUT_S = 60.0
 
 pytestmark = pytest.mark.slow
 
 
-
-def _wait_for_heartbeat(url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"chroma run exited with {server.returncode}: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"chroma run did not answer within {START_TIMEOUT_S:.0f} s: {log.read_text(errors='replace')[-2000:]}")
-
-
 @pytest.fixture(scope="module")
 def chroma_url():
-    if CHROMA is None:
-        pytest.skip("chromadb's `chroma` command is not installed")
-    root = Path(tempfile.mkdtemp(prefix="personalq-chroma-"))
-    url = f"http://127.0.0.1:{free_port()}"
-    log = root / "server.log"
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "NO_COLOR": "1"}
-    with log.open("wb") as out:
-        server = subprocess.Popen([CHROMA, "run", "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1], "--path", str(root / "db")],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        _wait_for_heartbeat(url, server, log)
+    with chroma_server() as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
@@ -85,16 +45,6 @@ def _demo(folder: Path, names: list[str]) -> Path:
     return folder
 
 
-def _server_collection(url: str, home: Path):
-    """The store's collection as a separate client sees it on the server."""
-    import chromadb
-    from chromadb.config import Settings
-
-    host, port, ssl = server_address(url)
-    client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=Settings(anonymized_telemetry=False))
-    return client, client.get_collection(server_collection_name(home / "chroma"))
-
-
 def test_an_import_is_indexed_on_the_server_and_searched_through_it(on_server, tmp_path):
     from personalq.checkin import CheckIn
 
@@ -102,14 +52,13 @@ def test_an_import_is_indexed_on_the_server_and_searched_through_it(on_server, t
     with RepoStore.open(home) as store:
         report = store.import_dir(_demo(tmp_path / "source", ["bag-v1", "bear-v1", "bridge-v1", "cat-v1"]))
         assert sorted(report.added) == ["bag-v1", "bear-v1", "bridge-v1", "cat-v1"]
-        client, collection = _server_collection(on_server, home)
-        assert sorted(collection.get()["ids"]) == sorted(c.id for c in store.cards())
-        assert store.dense_search("a green bag wearing a hat", 1)[0][0] == "bag-v1"
-        assert store.dense_search("a bridge", 2, ids=["bear-v1", "bridge-v1"])[0][0] == "bridge-v1"
-        assert CheckIn(store).ask("my green bag").checkpoint_id == "bag-v1"
-        store.remove("cat-v1")
-        assert collection.count() == 3
-        client.close()
+        with chroma_collection(on_server, home) as collection:
+            assert sorted(collection.get()["ids"]) == sorted(c.id for c in store.cards())
+            assert store.dense_search("a green bag wearing a hat", 1)[0][0] == "bag-v1"
+            assert store.dense_search("a bridge", 2, ids=["bear-v1", "bridge-v1"])[0][0] == "bridge-v1"
+            assert CheckIn(store).ask("my green bag").checkpoint_id == "bag-v1"
+            store.remove("cat-v1")
+            assert collection.count() == 3
     assert sorted(p.name for p in (home / "chroma").iterdir()) == [SERVER_COLLECTION_FILE]  # no embedded Chroma files
 
     with RepoStore.open(home) as again:  # the collection is found again on the server: nothing to repair

@@ -1,17 +1,21 @@
-"""The same renders on a loopback Ray cluster: 2 replicas, 200 requests, 20 demo checkpoints at two settings.
+"""The whole stack on loopback: catalog on PostgreSQL, dense index on a Chroma server, renders on a 2-replica Ray cluster.
+
+Started here, on 127.0.0.1 only: a PostgreSQL server (`PERSONALQ_DATABASE_URL`), a `chroma run` server
+(`PERSONALQ_CHROMA_URL`) and a local Ray cluster (2 CPUs, no dashboard, no HTTP proxy, no usage stats)
+with the renderer deployed on 2 replicas; all are stopped when the module's tests end. The whole demo
+repository is imported through a store on those servers; Check-in selects through them; then 200
+requests over 20 of its checkpoints at two settings go to the cluster.
 
 Every image must equal, within a stated tolerance, the in-process render of the same (checkpoint,
 setting, seed); the references of different checkpoints differ far beyond that tolerance, so an image
 from the wrong checkpoint cannot pass. The multiplexing hit rate is printed and must beat random
-routing's on the same request sequence. The cluster is local (loopback only), small (2 CPUs, no
-dashboard, no HTTP proxy, no usage stats) and shut down when the module's tests end. Skipped where
-Ray, an optional extra (requirements-cluster.txt), is not installed.
+routing's on the same request sequence. Skipped (with the reason) where Ray or psycopg, optional
+extras (requirements-cluster.txt), Debian's `postgresql` or chromadb's `chroma` command is missing.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,13 +23,19 @@ import numpy as np
 import pytest
 
 pytest.importorskip("ray.serve")
+pytest.importorskip("psycopg")
+
+from loopback import chroma_collection, chroma_server, postgresql_server  # noqa: E402
 
 from personalq.eval.route_bench import replay_hit_rate, zipf_probabilities  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
+DEMO_CHECKPOINTS = 60
 CHECKPOINTS = 20
+"""Requests go to the first 20 demo checkpoints by id: three versions of most subjects, so a wrong
+version of the right subject would be caught too."""
 SETTINGS = ("FP32", "W8A8")
 REQUESTS = 200
 REPLICAS = 2
@@ -39,43 +49,47 @@ TOLERANCE = 2
 """Largest allowed per-channel difference (of 255) between a cluster image and its in-process reference."""
 DISTINCT = 8.0
 """Smallest mean per-channel difference between references of two checkpoints at one setting."""
+CHECKIN_REQUESTS = {"my green bag": "bag-v1", "the white bear under the night sky": "bear-v2",
+                    "my bridge at sunset": "bridge-v2"}
+"""Requests Check-in must resolve to one checkpoint through the servers (descriptions, styles, scenes)."""
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    """A store home with the first 20 demo checkpoints imported (files and sidecars copied, no previews)."""
-    source = tmp_path_factory.mktemp("demo20")
-    for weights in sorted(DEMO_REPO.glob("*.safetensors"))[:CHECKPOINTS]:
-        shutil.copy(weights, source / weights.name)
-        shutil.copy(weights.with_suffix(".yaml"), source / weights.with_suffix(".yaml").name)
-    home = tmp_path_factory.mktemp("home")
+def servers():
+    """PostgreSQL and Chroma servers, named to the store by the variables a deployment sets."""
+    with postgresql_server() as database_url, chroma_server() as chroma_url, pytest.MonkeyPatch.context() as env:
+        env.setenv("PERSONALQ_DATABASE_URL", database_url)
+        env.setenv("PERSONALQ_CHROMA_URL", chroma_url)
+        yield database_url, chroma_url
+
+
+@pytest.fixture(scope="module")
+def store(servers, tmp_path_factory):
+    """A store on both servers with the whole demo repository imported (files, sidecars and previews)."""
     from personalq.store import RepoStore
 
-    with RepoStore.open(home) as store:
-        store.import_dir(source)
-        assert len(store.cards()) == CHECKPOINTS
-    return home
-
-
-@pytest.fixture(scope="module")
-def serving(home) -> dict:
-    return dict(base_model="pq-nano", device="cpu", dtype="fp32", quantized_dir=str(home / "quantized"),
-                calibration_prompts=2, calibration_steps=2)
-
-
-@pytest.fixture(scope="module")
-def store(home):
-    from personalq.store import RepoStore
-
-    with RepoStore.open(home) as opened:
+    with RepoStore.open(tmp_path_factory.mktemp("home")) as opened:
+        report = opened.import_dir(DEMO_REPO)
+        assert len(report.added) == DEMO_CHECKPOINTS and not report.refused and not report.skipped
         yield opened
 
 
-def _requests(store):
-    """200 requests, checkpoints drawn Zipf(1.1) and settings at random, seeded; one seed per (checkpoint, setting)."""
+@pytest.fixture(scope="module")
+def served(store) -> list:
+    """The 20 checkpoints the requests go to."""
+    return sorted(store.cards(), key=lambda card: card.id)[:CHECKPOINTS]
+
+
+@pytest.fixture(scope="module")
+def serving(store) -> dict:
+    return dict(base_model="pq-nano", device="cpu", dtype="fp32", quantized_dir=str(store.home / "quantized"),
+                calibration_prompts=2, calibration_steps=2)
+
+
+def _requests(cards: list) -> list:
+    """200 requests, checkpoints drawn Zipf(1.1) and settings at random, seeded; one seed per checkpoint."""
     from personalq.serving import GenerationRequest
 
-    cards = store.cards()
     rng = np.random.default_rng(27)
     picks = rng.choice(len(cards), size=REQUESTS, p=zipf_probabilities(len(cards), 1.1))
     settings = rng.choice(len(SETTINGS), size=REQUESTS)
@@ -89,20 +103,18 @@ def _pixels(image) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def references(store, serving) -> dict:
-    """In-process renders, one per (checkpoint, setting), with one torch thread like each replica."""
-    import torch
-
+def in_process(store, serving, one_torch_thread):
+    """Today's single-machine renderer on the same store, with one torch thread like each replica."""
     from personalq.serving import PipelineManager, ServingConfig
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        manager = PipelineManager(ServingConfig(**serving), store=store)
-        wanted = {(r.checkpoint_id, r.setting): r for r in _requests(store)}
-        return {key: _pixels(manager.generate(request).image) for key, request in sorted(wanted.items())}
-    finally:
-        torch.set_num_threads(threads)
+    return PipelineManager(ServingConfig(**serving), store=store)
+
+
+@pytest.fixture(scope="module")
+def references(served, in_process) -> dict:
+    """In-process renders, one per (checkpoint, setting) the requests ask for."""
+    wanted = {(r.checkpoint_id, r.setting): r for r in _requests(served)}
+    return {key: _pixels(in_process.generate(request).image) for key, request in sorted(wanted.items())}
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +135,24 @@ def cluster(serving, references):
         ray.shutdown()
 
 
+def _differs(image, reference) -> int:
+    """Largest per-channel difference (of 255) between two renders."""
+    return int(np.abs(_pixels(image) - reference).max())
+
+
+def test_the_catalog_is_on_postgresql_and_every_vector_on_the_chroma_server(servers, store):
+    from personalq.store.indexes import SERVER_COLLECTION_FILE
+
+    database_url, chroma_url = servers
+    ids = sorted(card.id for card in store.cards())
+    assert store.database_url == database_url and len(ids) == DEMO_CHECKPOINTS
+    assert not list(store.home.glob("*.db"))  # no SQLite catalog beside the files
+    assert sorted(p.name for p in (store.home / "chroma").iterdir()) == [SERVER_COLLECTION_FILE]  # no embedded Chroma
+    with chroma_collection(chroma_url, store.home) as collection:
+        assert sorted(collection.get()["ids"]) == ids
+    assert [store.dense_search(card.description, 1)[0][0] for card in store.cards()] == [card.id for card in store.cards()]
+
+
 def test_references_of_different_checkpoints_differ(references):
     for setting in SETTINGS:
         images = [image for (_, s), image in references.items() if s == setting]
@@ -131,17 +161,17 @@ def test_references_of_different_checkpoints_differ(references):
                 assert np.abs(a - b).mean() > DISTINCT
 
 
-def test_200_cluster_renders_equal_the_in_process_ones_and_multiplexing_beats_random(cluster, store, references, capsys):
+def test_200_cluster_renders_equal_the_in_process_ones_and_multiplexing_beats_random(cluster, store, served, references, capsys):
     from personalq.cluster.client import RayRenderer
 
     renderer = RayRenderer(None, store=store, timeout_s=REQUEST_TIMEOUT_S)
-    requests = _requests(store)
+    requests = _requests(served)
     with ThreadPoolExecutor(CLIENT_THREADS) as pool:
         results = list(pool.map(renderer.generate, requests))
 
-    wrong = [(r.checkpoint_id, r.setting, int(np.abs(_pixels(result.image) - references[(r.checkpoint_id, r.setting)]).max()))
-             for r, result in zip(requests, results)
-             if np.abs(_pixels(result.image) - references[(r.checkpoint_id, r.setting)]).max() > TOLERANCE]
+    differences = [(r.checkpoint_id, r.setting, _differs(result.image, references[(r.checkpoint_id, r.setting)]))
+                   for r, result in zip(requests, results)]
+    wrong = [difference for difference in differences if difference[2] > TOLERANCE]
     right = len(requests) - len(wrong)
     assert [(r.checkpoint_id, r.setting) for r in requests] == [(x.checkpoint_id, x.setting) for x in results]
     keys = [f"{r.checkpoint_id}@{r.setting}" for r in requests]
@@ -154,6 +184,21 @@ def test_200_cluster_renders_equal_the_in_process_ones_and_multiplexing_beats_ra
     assert not wrong, wrong[:5]
     assert figures.requests == REQUESTS and len(figures.by_replica) == REPLICAS
     assert figures.hit_rate > random
+
+
+def test_check_in_selects_through_the_servers_and_the_cluster_renders_its_choice(cluster, store, served, in_process):
+    from personalq.checkin import CheckIn
+    from personalq.cluster.client import RayRenderer
+    from personalq.serving import GenerationRequest
+
+    renderer = RayRenderer(None, store=store, timeout_s=REQUEST_TIMEOUT_S)
+    checkin = CheckIn(store)
+    for text, expected in CHECKIN_REQUESTS.items():
+        result = checkin.ask(text)
+        assert (result.action, result.checkpoint_id) == ("select", expected), (text, result.reason)
+        request = GenerationRequest(result.rewritten_prompt, checkpoint_id=expected, setting=SETTINGS[-1], steps=STEPS,
+                                    seed=0, height=None, width=None)
+        assert _differs(renderer.generate(request).image, _pixels(in_process.generate(request).image)) <= TOLERANCE, text
 
 
 def test_unknown_and_broken_checkpoints_are_refused_on_the_cluster_in_one_line(cluster, store):

@@ -4,9 +4,9 @@ The store already takes any SQLAlchemy URL; this checks that it behaves the same
 SQLite, and what happens when two nodes (two homes, one catalog) add the same checkpoint at once:
 one wins, the other is refused in one line and keeps no files for a row it does not have.
 
-The server is started here (initdb + pg_ctl in a temporary folder, loopback and a private socket
-folder only) and stopped when the module ends. Skipped where Debian's `postgresql` or the `psycopg`
-driver (requirements-cluster.txt) is missing.
+The server is started by `loopback.postgresql_server` (initdb + pg_ctl in a temporary folder, loopback
+and a private socket folder only) and stopped when the module ends. Skipped where Debian's `postgresql`
+or the `psycopg` driver (requirements-cluster.txt) is missing.
 """
 
 from __future__ import annotations
@@ -15,53 +15,23 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from loopback import free_port
+from loopback import postgresql_server
 
 pytest.importorskip("psycopg")
-def _server_program(name: str) -> str | None:
-    """Debian keeps PostgreSQL's server programs off PATH, under /usr/lib/postgresql/<version>/bin."""
-    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    return shutil.which(name) or (str(found[-1]) if found else None)
-
-
-INITDB, PG_CTL = _server_program("initdb"), _server_program("pg_ctl")
-if not (INITDB and PG_CTL):
-    pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (Debian: postgresql)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
 
 DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
 
 
-
-def _as_server_user(argv: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root; run it as Debian's `postgres` user then."""
-    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
-
-
 @pytest.fixture(scope="module")
 def database_url() -> str:
-    root = Path(tempfile.mkdtemp(prefix="personalq-postgres-"))  # not under pytest's root-only folder: the server user must reach it
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        root.chmod(0o700)
-    data, port = root / "data", free_port()
-    subprocess.run(_as_server_user([INITDB, "-D", str(data), "-A", "trust", "-U", "pq"]), check=True, capture_output=True, timeout=120)
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
-    subprocess.run(_as_server_user([PG_CTL, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
-                   check=True, capture_output=True, timeout=120)
-    try:
-        subprocess.run(_as_server_user(["createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "pq", "catalog"]),
-                       check=True, capture_output=True, timeout=60)
-        yield f"postgresql+psycopg://pq@127.0.0.1:{port}/catalog"
-    finally:
-        subprocess.run(_as_server_user([PG_CTL, "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
+    with postgresql_server() as url:
+        yield url
 
 
 def _demo(tmp_path: Path, names: list[str]) -> Path:
