@@ -129,7 +129,8 @@ class CheckIn:
             satisfying = _most_cues(satisfying, cues)
         if intent.order and satisfying:
             field_name, pick = intent.order
-            dated = sorted(i for i in satisfying if snap.moment(i, field_name) is not None)
+            # "the one I use most" among checkpoints never used has no answer: a zero count never leads
+            dated = sorted(i for i in satisfying if snap.moment(i, field_name) not in (None, 0 if pick == "max" else None))
             dated.sort(key=lambda i: snap.moment(i, field_name), reverse=pick == "max")
             if len(dated) > intent.order_rank:
                 chosen = dated[intent.order_rank]

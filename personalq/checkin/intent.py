@@ -202,16 +202,22 @@ _COORDINATION = re.compile(r"\s*(?:,|/|or|nor|and|,\s*or|,\s*nor|,\s*and)\s*(?:t
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used"})
 
 
+# "no the realistic one", "no, that one": a reply's opening "no" turns down the last answer, not a term.
+_OPENING_NO = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh)\W+)?no\b\W*(?=(?:the|a|an|that|this|i|my|actually|wait)\b)", re.I)
+
+
 def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constraint]:
     """A term right after a negation ("but not the cartoon one", "except watercolor") rules its
     matches out instead of requiring them; the negation reaches back at most three words, and on
     through a list ("anything but cartoon or pixel art", "nothing from 2024 or 2025")."""
+    opening = _OPENING_NO.match(text)
+    skip = opening.end() if opening else 0
     out: list[Constraint] = []
     previous: Constraint | None = None
     for c in sorted(constraints, key=lambda c: c.start):
         if c.attribute in _EXCLUDABLE and c.start >= 0:
             listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(text[previous.end:c.start])
-            if listed or _EXCLUSION.search(text[:c.start]):
+            if listed or (c.start > skip and _EXCLUSION.search(text[skip:c.start])):
                 c = replace(c, excluded=True)
         out.append(c)
         if c.start >= 0:
@@ -336,7 +342,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     """
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
-    cues = {j for j in content if toks[j].key in vocabulary.cue_words}
+    cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
         cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
     proposals = []
@@ -375,6 +381,15 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         tok = toks[j]
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues]
+
+
+def _part_of_term(vocabulary: CatalogVocabulary, tok: Token, found: set[str]) -> bool:
+    """"pixel" for the style pixel art: a word of a longer style or place term stands for that term,
+    even where descriptions also hold it, so a follow-up "the pixel one" replaces the earlier style.
+    Where the request already named that attribute ("except cartoon or pixel") it stays a description
+    word, which the list's negation can still reach."""
+    hit = vocabulary.similar(tok.text.lower())
+    return hit is not None and hit[0] not in found and hit[0] != "subject" and len(hit[1]) > 1 and tok.key in hit[1]
 
 
 def _add(intent: Intent, hit: tuple[str, tuple[str, ...]], span: list[Token], exact: bool) -> None:
