@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -179,8 +180,9 @@ def test_a_catalog_from_a_newer_personalq_is_refused_in_one_line_and_left_as_it_
 OPEN = """
 import sys, time
 from pathlib import Path
-from personalq.store import catalog
+from personalq.store import catalog, migrations
 url, ready, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+migrations.head_revision()  # read the revision files now, not in the race
 ready.touch()
 while not go.exists():
     time.sleep(0.001)
@@ -191,8 +193,6 @@ catalog.connect(url).dispose()
 @pytest.mark.slow
 def test_processes_opening_a_new_catalog_at_once_all_succeed_and_migrate_it_once(database_url, tmp_path):
     """Each process imports the store first; then all open the new catalog at once: one migrates, the others wait and find it done."""
-    import time
-
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     ready, go = [tmp_path / f"ready-{i}" for i in range(3)], tmp_path / "go"
     opens = [subprocess.Popen([sys.executable, "-c", OPEN, database_url, str(r), str(go)], env=env, stderr=subprocess.PIPE, text=True)

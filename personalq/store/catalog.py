@@ -23,7 +23,6 @@ from personalq.store.errors import DuplicateError, StoreError
 from personalq.store.intake import Prepared
 from personalq.store.tables import (
     LIST_VALUE_FIELDS,
-    BrokenCheckpoint,
     CheckpointRow,
     CheckpointValue,
     DescriptionEmbedding,

@@ -32,7 +32,7 @@ from personalq.store.errors import StoreError
 __all__ = ["config", "current_revision", "head_revision", "upgrade"]
 
 # Any fixed 64-bit number: PostgreSQL's advisory lock that one node holds while it migrates.
-_POSTGRES_LOCK_KEY = 0x5051_C0FF_EE_0001
+_POSTGRES_LOCK_KEY = 0x5051_0027
 
 
 def config(connection: Connection | None = None) -> Config:
