@@ -43,6 +43,11 @@ def test_wheel_holds_only_the_personalq_package(wheel):
     top_levels = {name.split("/")[0] for name in wheel.namelist() if not name.split("/")[0].endswith(".dist-info")}
     assert top_levels == {"personalq"}
     assert "personalq/cli.py" in wheel.namelist()
+    # Opening a catalog runs its migrations from the installed package: every file of them must be in it.
+    migrations = (ROOT / "personalq/store/migrations").rglob("*")
+    shipped = {p.relative_to(ROOT).as_posix() for p in migrations if p.is_file() and "__pycache__" not in p.parts}
+    assert "personalq/store/migrations/versions/0001_catalog_before_migrations.py" in shipped
+    assert shipped <= set(wheel.namelist())
 
 
 def test_wheel_metadata_lists_every_runtime_dependency(wheel):

@@ -14,34 +14,32 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, col, create_engine, select
 
 from personalq.protocols import Embedder
+from personalq.store import migrations
 from personalq.store.card import LIST_FIELDS, CheckpointCard, to_utc
 from personalq.store.errors import DuplicateError, StoreError
 from personalq.store.intake import Prepared
 from personalq.store.tables import (
     LIST_VALUE_FIELDS,
-    BrokenCheckpoint,
     CheckpointRow,
     CheckpointValue,
     DescriptionEmbedding,
     StoreRevision,
 )
 
-_TABLES = [t.__table__ for t in (CheckpointRow, CheckpointValue, BrokenCheckpoint, StoreRevision, DescriptionEmbedding)]
-
 
 def connect(database_url: str) -> Engine:
-    """The catalog's engine, its tables created and its revision counter started if new."""
+    """The catalog's engine, its schema migrated to the newest revision (which also starts the revision counter)."""
     # The app serves requests from worker threads; sessions are short and never shared between them.
     sqlite = {"connect_args": {"timeout": 60, "check_same_thread": False}}
     engine = create_engine(database_url, **(sqlite if database_url.startswith("sqlite") else {}))
-    SQLModel.metadata.create_all(engine, tables=_TABLES)
-    with Session(engine) as session:
-        if session.get(StoreRevision, 1) is None:
-            session.add(StoreRevision(id=1, revision=0))
-            session.commit()
+    try:
+        migrations.upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
     return engine
 
 

@@ -4,6 +4,9 @@ List fields (triggers, subject types, style tags, environment, preview paths) li
 `CheckpointValue` as (checkpoint, field, position, value) so that "every cartoon checkpoint" is an
 indexed query rather than a scan of JSON blobs. Datetimes are tz-aware: SQLModel's `UTCDateTime`
 stores them as UTC and refuses naive ones.
+
+The schema a catalog has is built by the migrations in `personalq/store/migrations`, not from these
+classes: a change here needs a new revision there (a test compares the two).
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ class CheckpointValue(SQLModel, table=True):
 class BrokenCheckpoint(SQLModel, table=True):
     """A checkpoint that failed while attaching or rendering: not served again until it is fixed.
 
-    Its own table (not a column), so stores made before it gain it without a migration; removing the
-    checkpoint (and so re-adding a fixed file) drops the mark.
+    Its own table (not a column), so marking or clearing one never rewrites checkpoint rows; removing
+    the checkpoint (and so re-adding a fixed file) drops the mark.
     """
 
     __tablename__ = "broken_checkpoint"
