@@ -9,11 +9,9 @@ are skipped where Debian's `postgresql` or the `psycopg` driver is missing.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
@@ -26,7 +24,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import insert, select, text
 from sqlmodel import SQLModel, create_engine
 
-from loopback import free_port
+from loopback import postgresql_server
 from personalq.store import StoreError, catalog, migrations
 from personalq.store.tables import BrokenCheckpoint, CheckpointRow, CheckpointValue, DescriptionEmbedding, StoreRevision
 
@@ -34,38 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
-def _server_program(name: str) -> str | None:
-    """Debian keeps PostgreSQL's server programs off PATH, under /usr/lib/postgresql/<version>/bin."""
-    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    return shutil.which(name) or (str(found[-1]) if found else None)
-
-
-def _as_server_user(argv: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root; run it as Debian's `postgres` user then."""
-    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
-
-
 @pytest.fixture(scope="module")
 def postgres_server() -> str:
-    """The URL of a loopback PostgreSQL server's maintenance database, for the module's tests."""
+    """The URL of a loopback PostgreSQL server's database, for the module's tests (each makes its own database there)."""
     pytest.importorskip("psycopg")
-    initdb, pg_ctl = _server_program("initdb"), _server_program("pg_ctl")
-    if not (initdb and pg_ctl):
-        pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (Debian: postgresql)")
-    root = Path(tempfile.mkdtemp(prefix="personalq-postgres-"))  # the server user must reach it
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        root.chmod(0o700)
-    data, port = root / "data", free_port()
-    subprocess.run(_as_server_user([initdb, "-D", str(data), "-A", "trust", "-U", "pq"]), check=True, capture_output=True, timeout=120)
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
-    subprocess.run(_as_server_user([pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
-                   check=True, capture_output=True, timeout=120)
-    try:
-        yield f"postgresql+psycopg://pq@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(_as_server_user([pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
+    with postgresql_server() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
