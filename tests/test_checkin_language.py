@@ -201,6 +201,35 @@ def test_follow_ups_change_the_earlier_request(checkin, messages, expected):
     assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("my second kite", "kite-2"),             # the n-th made, as "first" is the oldest
+    ("the 3rd kite", "kite-3"),
+    ("original kite", "kite-1"),
+    ("which kite did i use last", "kite-2"),  # "did i use": last used, not last made
+])
+def test_ordinals_and_use_phrasings(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+def test_the_one_used_most_among_unused_ones_is_a_no_match(checkin):
+    result = checkin.ask("the pastel kite i use most", now=NOW)  # its only candidate was never used
+    assert result.action == "no_match" and "used" in result.reason, result.reason
+
+
+def test_draw_something_asks_what_to_draw(checkin):
+    result = checkin.ask("draw something pretty", now=NOW)
+    assert result.action == "clarify", result.reason
+
+
+@pytest.mark.parametrize("messages, expected", [
+    (("batik kite", "ok now the ocarina in the same style"), "ocarina-2"),  # "same" late in the reply
+    (("gouache kite", "no the batik one"), "kite-1"),                        # an opening "no" is not an exclusion
+])
+def test_replies_tied_to_the_earlier_request(checkin, messages, expected):
+    result = conversation(checkin, *messages)
+    assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)
+
+
 def test_not_that_one_rules_out_the_choice(checkin):
     result = conversation(checkin, "kite v3", "hmm not that one")
     assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2"}, result.reason

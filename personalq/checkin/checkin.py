@@ -135,6 +135,10 @@ class CheckIn:
             if len(dated) > intent.order_rank:
                 chosen = dated[intent.order_rank]
                 return self._select(request, intent, chosen, f"the {intent.order_words} of {len(satisfying)} that fit")
+            if not dated and field_name != "created":
+                noun = intent.subject.words if intent.subject else "checkpoint"
+                near = self._rank(request, satisfying, shown=3)[:3]
+                return CheckInResult("no_match", f"no {noun} that fits has ever been used", nearest=near)
             satisfying = set()
         if not satisfying:
             return self._no_match(request, intent, sets, base)

@@ -354,9 +354,12 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-            singles = [p[0] for p in proposals if p[3] in ((a,), (b,))]
-            if hit and hit[2] > max(singles, default=0.0) and (hit[0] != "subject" or not cues & {a, b}):
-                proposals.append((hit[2], hit[0], hit[1], (a, b)))
+            singles = [p for p in proposals if p[3] in ((a,), (b,))]
+            # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
+            same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []
+            strength = max(same) + 1e-6 if same else hit[2] if hit else 0.0
+            if hit and strength > max((p[0] for p in singles), default=0.0) and (hit[0] != "subject" or not cues & {a, b}):
+                proposals.append((strength, hit[0], hit[1], (a, b)))
     scan.modifiers |= cues
     resolved: set[int] = set()
     deferred = []
