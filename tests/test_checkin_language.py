@@ -206,6 +206,9 @@ def test_follow_ups_change_the_earlier_request(checkin, messages, expected):
     ("the 3rd kite", "kite-3"),
     ("original kite", "kite-1"),
     ("which kite did i use last", "kite-2"),  # "did i use": last used, not last made
+    ("the 1st kite", "kite-1"),
+    ("most popular kite", "kite-1"),
+    ("the ocarina i barely use", "ocarina-2"),
 ])
 def test_ordinals_and_use_phrasings(checkin, text, expected):
     selects(checkin, text, expected)
@@ -224,15 +227,28 @@ def test_draw_something_asks_what_to_draw(checkin):
 @pytest.mark.parametrize("messages, expected", [
     (("batik kite", "ok now the ocarina in the same style"), "ocarina-2"),  # "same" late in the reply
     (("gouache kite", "no the batik one"), "kite-1"),                        # an opening "no" is not an exclusion
+    (("gouache ocarina", "actually make it a kite"), "kite-2"),             # the subject changes, the style stays
+    (("batik kite", "switch to gouache"), "kite-2"),
 ])
 def test_replies_tied_to_the_earlier_request(checkin, messages, expected):
     result = conversation(checkin, *messages)
     assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)
 
 
-def test_not_that_one_rules_out_the_choice(checkin):
-    result = conversation(checkin, "kite v3", "hmm not that one")
+@pytest.mark.parametrize("reply", ["hmm not that one", "something else", "the other one"])
+def test_not_that_one_rules_out_the_choice(checkin, reply):
+    result = conversation(checkin, "kite v3", reply)
     assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2"}, result.reason
+
+
+def test_something_with_an_absent_thing_is_a_no_match_naming_it(checkin):
+    result = checkin.ask("something with a narwhal", now=NOW)
+    assert result.action == "no_match" and "narwhal" in result.reason, result.reason
+
+
+def test_a_no_match_blames_the_constraint_before_the_subject(checkin):
+    result = checkin.ask("the ocarina i used 2 days ago", now=NOW)  # no ocarina was used then; kite-2 was
+    assert result.action == "no_match" and "days ago" in result.reason and "fits “ocarina”" not in result.reason, result.reason
 
 
 def test_during_an_open_question_an_answer_narrows_and_a_new_request_starts_over(checkin):

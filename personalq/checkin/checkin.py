@@ -22,8 +22,9 @@ from personalq.checkin.vocabulary import term_key
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
-# A reply tied to the earlier request: "and ...", "but ..." first, or "same"/"instead" anywhere ("now the lynx in the same style").
-_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead)\b", re.I)
+# A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
+# "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
+_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead|actually)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to)\b", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -189,11 +190,12 @@ class CheckIn:
             return CheckInResult("no_match", f"no checkpoint in the repository shows “{unknown.words}”", nearest=near)
         if not base:
             return CheckInResult("no_match", "none of the offered checkpoints is in the repository")
-        for i, (c, _) in enumerate(sets):
+        # The subject is what the user wants drawn: blame any other constraint before it.
+        for i, (c, _) in sorted(enumerate(sets), key=lambda s: s[1][0].attribute == "subject"):
             rest = set(base)
-            for j, (_, ids) in enumerate(sets):
+            for j, (other, ids) in enumerate(sets):
                 if j != i:
-                    rest &= ids
+                    rest = rest - ids if other.excluded else rest & ids
             if rest:
                 noun = intent.subject.words if intent.subject and intent.subject is not c else "checkpoint"
                 near = self._rank(request, rest, shown=3)[:3]

@@ -31,8 +31,8 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:but\s+)?not\s+the\s+(?:latest|newest|most\s+recent)(?:\s+one)?)\b", re.I)
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to)\b", re.I)
-_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|rarely\s+used?)\b", re.I)
+                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular)\b", re.I)
+_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
@@ -42,7 +42,7 @@ _USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
 _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
-_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different)(?:\s+one)?)\b", re.I)
+_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
 
@@ -146,13 +146,17 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     catalog lacks; a leftover that names nothing drawable ("hi", "surprise", "cgi") is passed over."""
     passed = set(scan.modifiers)
     for j in unknown:
-        if not scan.in_subject_slot(j, passed):
+        if not (scan.in_subject_slot(j, passed) or _THING_OF.search(scan.text[:scan.toks[j].start])):
             continue
         tok = scan.toks[j]
         if vocabulary.names_thing(tok.key):
             intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
             return
         passed.add(j)
+
+
+# "something with a dinosaur", "a picture of an X": a subject named after what is to be drawn.
+_THING_OF = re.compile(r"\b(?:something|anything|one|picture|image|photo|render)\s+(?:with|of)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -281,7 +285,7 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
         rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1
-        if rank > 0:
+        if rank >= 0:
             intent.order, intent.order_words, intent.order_rank = ("created", "min"), m.group(0), rank
             take(m.start(), m.end())
     m = _COMPARATIVE.search(text)

@@ -28,7 +28,7 @@ DOMAIN_WORDS = frozenset(
     "model models checkpoint checkpoints lora loras weights embedding version versions build builds one ones "
     "style styled styles picture pictures image images shot shots scene scenes render rendered trained training "
     "train created create made make generate use used using want need please like give show pick select "
-    "mine look looking kind thing photo photograph pic draw".split()
+    "mine look looking kind thing photo photograph pic draw switch change swap".split()
 ) | frozenset("near inside outside atop".split())  # place prepositions sklearn's list lacks
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS
 
