@@ -209,6 +209,9 @@ def test_follow_ups_change_the_earlier_request(checkin, messages, expected):
     ("the 1st kite", "kite-1"),
     ("most popular kite", "kite-1"),
     ("the ocarina i barely use", "ocarina-2"),
+    ("the kite i haven't touched", "kite-3"),
+    ("the kite from early 2025", "kite-2"),   # a year in thirds
+    ("kite made in late 2024", "kite-1"),
 ])
 def test_ordinals_and_use_phrasings(checkin, text, expected):
     selects(checkin, text, expected)
@@ -241,9 +244,23 @@ def test_not_that_one_rules_out_the_choice(checkin, reply):
     assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2"}, result.reason
 
 
-def test_something_with_an_absent_thing_is_a_no_match_naming_it(checkin):
-    result = checkin.ask("something with a narwhal", now=NOW)
+@pytest.mark.parametrize("text", ["something with a narwhal", "a batik of a narwhal"])
+def test_something_with_an_absent_thing_is_a_no_match_naming_it(checkin, text):
+    result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and "narwhal" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("made on christmas eve 2024", "2024-12-24", "2024-12-25"),
+    ("from christmas eve last year", "2024-12-24", "2024-12-25"),
+    ("since halloween", "2024-10-31", None),         # the latest one not after now
+    ("before new year's day", None, "2025-01-01"),
+])
+def test_fixed_holidays_are_dates(text, start, end):
+    from personalq.checkin.timewords import find_time_phrases
+
+    (window, _, _), = find_time_phrases(text, datetime.fromisoformat(NOW))
+    assert tuple(m.date().isoformat() if m else None for m in (window.start, window.end)) == (start, end)
 
 
 def test_a_no_match_blames_the_constraint_before_the_subject(checkin):

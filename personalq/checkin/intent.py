@@ -33,7 +33,7 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
                         r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular)\b", re.I)
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
-_NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
+_NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
@@ -155,8 +155,8 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         passed.add(j)
 
 
-# "something with a dinosaur", "a picture of an X": a subject named after what is to be drawn.
-_THING_OF = re.compile(r"\b(?:something|anything|one|picture|image|photo|render)\s+(?:with|of)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
+# "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:

@@ -18,6 +18,12 @@ import dateparser
 from dateutil.relativedelta import relativedelta
 
 SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11), "winter": (12, 1, 2)}
+# "early 2025", "the end of 2024": a year in thirds.
+YEAR_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 5, "middle": 5, "late": 9, "end": 9}
+# Fixed-date holidays dateparser does not read: (month, day).
+HOLIDAYS = {"christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
+            "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentine's day": (2, 14),
+            "valentines day": (2, 14)}
 _MONTHS = "|".join(calendar.month_name[1:])
 _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
 _MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
@@ -26,7 +32,8 @@ _VERB_MONTH = re.compile(r"^(?:may|march)$")
 _MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the|this|last|and|between)\s+$", re.I)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
-_POINT = rf"(?:{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}})"
+_HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
+_POINT = rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}})"
 _NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
@@ -37,6 +44,7 @@ PATTERNS = [
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
     ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(" + _HOLIDAY + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
     ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
@@ -44,6 +52,7 @@ PATTERNS = [
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
+    ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
     ("year", re.compile(r"\b(?:in|from|during|of|since|or|and|nor)\s+((?:19|20)\d\d)\b", re.I)),
 ]
 
@@ -111,6 +120,8 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     if re.fullmatch(r"\d{4}", target):
         first = datetime(int(target), 1, 1, tzinfo=timezone.utc)
         return first, first + relativedelta(years=1)
+    if target.lower() in HOLIDAYS:
+        return _day(_holiday(target.lower(), None, now))
     if re.fullmatch(_MONTH, target, re.I):
         first = _latest_start(_month_number(target), now)
         return first, first + relativedelta(months=1)
@@ -141,6 +152,15 @@ def _between(first: str, last: str, now: datetime) -> tuple[datetime, datetime] 
         return None
     start = _point_span(first, end[1] - timedelta(seconds=1))
     return None if start is None or start[0] >= end[1] else (start[0], end[1])
+
+
+def _holiday(name: str, year: str | None, now: datetime) -> datetime:
+    """The holiday's date in the year named, or its latest occurrence not after `now`."""
+    month, day = HOLIDAYS[name]
+    if year and year[0].isdigit():
+        return datetime(int(year), month, day, tzinfo=timezone.utc)
+    moment = datetime(now.year - (1 if year else 0), month, day, tzinfo=timezone.utc)
+    return moment if year or moment <= now else moment - relativedelta(years=1)
 
 
 def _is_verb_month(text: str, m: re.Match, group: int) -> bool:
@@ -208,5 +228,10 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return TimeWindow(words, first, first + relativedelta(months=1))
     if kind == "month":
         return TimeWindow(words, months=(_month_number(m.group(1)),))
+    if kind == "year_part":
+        first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)
+        return TimeWindow(words, first, first + relativedelta(months=4))
+    if kind == "holiday":
+        return TimeWindow(words, *_day(_holiday(m.group(1).lower(), m.group(2), now)))
     first = datetime(int(m.group(1)), 1, 1, tzinfo=timezone.utc)
     return TimeWindow(words, first, first + relativedelta(years=1))
