@@ -12,7 +12,17 @@ from typer.testing import CliRunner
 
 from personalq.eval.checkin_bench import Prediction, class_accuracy, make_method, read_jsonl, request_correct, score
 from personalq.checkin.checkin import CheckInResult
-from personalq.eval.checkin_sets import CATALOGS, SEED, catalog_path, load_split, split_requests, stratum
+from personalq.eval.checkin_sets import (
+    CATALOGS,
+    EXTRA,
+    EXTRA_CATALOGS,
+    SEED,
+    catalog_path,
+    load_split,
+    named_sets,
+    split_requests,
+    stratum,
+)
 
 # The phrase classes of issue 22; every one is covered on every catalog.
 PHRASE_CLASSES = {"negation", "version", "date", "usage", "synonym", "weak-synonym", "typo-slang", "common-words",
@@ -36,8 +46,9 @@ def test_committed_split_is_the_seeded_draw(catalog):
         assert abs(dev_strata[key] - test_strata[key]) <= 1, key
 
 
-@pytest.mark.parametrize("catalog", CATALOGS)
-def test_every_expected_answer_names_checkpoints_of_its_catalog(catalog):
+@pytest.mark.parametrize("catalog, requests_of", [*((c, requests_of) for c in CATALOGS),
+                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS)])
+def test_every_expected_answer_names_checkpoints_of_its_catalog(catalog, requests_of):
     ids = {row["id"] for row in read_jsonl(catalog_path(catalog))}
     requests = requests_of(catalog)
     assert len({r["instance_id"] for r in requests}) == len(requests)
@@ -192,5 +203,7 @@ def test_bench_select_scores_dev_alone_per_catalog(tmp_path, monkeypatch):
         scores = report[f"{catalog}/dev"]["bm25"]
         assert scores["requests"] == len(load_split(catalog, "dev"))
         assert sum(c["requests"] for c in scores["classes"].values()) >= scores["requests"]
+    assert named_sets(EXTRA) == [(c, EXTRA) for c in EXTRA_CATALOGS]  # tuning requests beside the frozen split
+    assert set(named_sets("all")) == {(c, s) for c in CATALOGS for s in ("dev", "test")}
     bad = CliRunner().invoke(app, ["bench", "select", "--split", "train"])
     assert bad.exit_code == 1 and "--split train" in bad.output

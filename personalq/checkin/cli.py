@@ -86,7 +86,7 @@ def chat(now: NowOption = None, home: HomeOption = None, llm_model: LlmOption = 
         _show(result, as_json=False)
 
 
-SPLIT_CHOICES = ("dev", "test", "all", "none")
+SPLIT_CHOICES = ("dev", "test", "all", "extra", "none")
 
 
 def _read_requests(prompts: Path) -> list[dict]:
@@ -107,7 +107,7 @@ def _read_requests(prompts: Path) -> list[dict]:
 
 def _bench_sets(catalog: Path | None, prompts: Path | None, split: str) -> list[tuple[str, Path, list[dict]]]:
     """(name, catalog, requests) for each set to score: Repo-Prompts when given, then each hand-written catalog's splits."""
-    from personalq.eval.checkin_sets import CATALOGS, SPLITS, catalog_path, load_split
+    from personalq.eval.checkin_sets import catalog_path, load_split, named_sets
 
     if (catalog is None) != (prompts is None):
         _fail("--catalog and --prompts go together")
@@ -119,11 +119,9 @@ def _bench_sets(catalog: Path | None, prompts: Path | None, split: str) -> list[
             _fail(f"{catalog}: no such file")
         sets.append(("repo-prompts", catalog, _read_requests(prompts)))
     if split != "none":
-        for name in CATALOGS:
-            for part in SPLITS if split == "all" else (split,):
-                sets.append((f"{name}/{part}", catalog_path(name), load_split(name, part)))
+        sets += [(f"{name}/{part}", catalog_path(name), load_split(name, part)) for name, part in named_sets(split)]
     if not sets:
-        _fail("nothing to score: give --catalog and --prompts, or --split dev|test|all")
+        _fail("nothing to score: give --catalog and --prompts, or --split dev|test|all|extra")
     return sets
 
 
@@ -155,7 +153,7 @@ def _write_predictions(target: Path, predictions) -> None:
 def bench_select(
     catalog: Annotated[Optional[Path], typer.Option("--catalog", help="Repo-Prompts catalog JSONL (docs/repo-prompts.md).")] = None,
     prompts: Annotated[Optional[Path], typer.Option("--prompts", help="Repo-Prompts request JSONL (with --catalog).")] = None,
-    split: Annotated[str, typer.Option("--split", help="Hand-written sets to score: dev, test, all (dev and test apart) or none.")] = "all",
+    split: Annotated[str, typer.Option("--split", help="Hand-written sets to score: dev, test, all (dev and test apart), extra (more tuning requests) or none.")] = "all",
     now: NowOption = None,
     method: Annotated[str, typer.Option("--method", help="random|dense|bm25|hybrid|checkin|checkin-llm|all")] = "checkin",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write one prediction per request (JSONL).")] = None,
