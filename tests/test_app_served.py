@@ -257,11 +257,11 @@ def test_question_cards_new_request_and_nearest_in_chromium(app_url):
         expect(_textbox(page, "prompt")).to_have_value("<dog-v1> on the beach")
         expect(page.locator("#options")).to_be_hidden()
 
-        _say(page, "my bear at the beach")
+        _say(page, "my bear at the beach")  # no bear was trained at the beach: the bears are offered
         nearest = page.locator("#nearest button.thumbnail-item")
-        expect(nearest).to_have_count(1)
+        expect(nearest).to_have_count(2)
         nearest.first.click()
-        expect(_textbox(page, "prompt")).to_have_value("<dog-v1> at the beach")
+        expect(_textbox(page, "prompt")).to_have_value(re.compile(r"^<bear-v[12]> at the beach$"))
         browser.close()
 
 

@@ -168,7 +168,7 @@ def test_clicked_option_then_typed_answer(checkin):
     else:
         final = conv.answer("the polar bear")
     assert (final.action, final.checkpoint_id) == ("select", "bear-v3")
-    assert final.rewritten_prompt == "my <bear-v3>"
+    assert final.rewritten_prompt == "<bear-v3>"  # "my" goes: the model does not know whose bear it is
 
 
 def test_free_text_answer_and_an_answer_that_does_not_narrow(checkin):
@@ -194,7 +194,7 @@ def test_rewrite_rules():
 
     assert rewrite_prompt("a bear hugging another bear", "<bear-v4>", ["bear"]) == "a <bear-v4> hugging another <bear-v4>"
     assert rewrite_prompt("Two Bears at dawn", "<bear-v4>", ["bear"]) == "Two <bear-v4> at dawn"
-    assert rewrite_prompt("my kitty on a sofa", "<cat-v1>", ["kitty"]) == "my <cat-v1> on a sofa"
+    assert rewrite_prompt("my kitty on a sofa", "<cat-v1>", ["kitty"]) == "<cat-v1> on a sofa"
     assert rewrite_prompt("yesterday's model at sunset", "<dog-v3>", []) == "yesterday's <dog-v3> at sunset"
     assert rewrite_prompt("anime style from last week", "<dog-v2>", []) == "<dog-v2> anime style from last week"
     assert rewrite_prompt("the plush toy in snow", "sks plush toy", ["plush toy"]) == "the sks plush toy in snow"
@@ -203,7 +203,7 @@ def test_rewrite_rules():
 def test_multi_token_trigger_is_kept_whole(checkin):
     result = ask(checkin, "my plush rabbit on the moon")
     assert result.checkpoint_id == "toy-v1"
-    assert result.rewritten_prompt == "my sks plush toy on the moon"
+    assert result.rewritten_prompt == "sks plush toy on the moon"
 
 
 def test_never_invents_a_trigger(checkin):

@@ -139,10 +139,10 @@ def checkin(tmp_path_factory, one_torch_thread):
 
 
 @pytest.mark.parametrize("text, expected, rewritten", [
-    ("my steed on the prairie", "horse-v1", "my <horse-v1> on the prairie"),
+    ("my steed on the prairie", "horse-v1", "<horse-v1> on the prairie"),
     ("the realistic steed", "horse-v2", "the realistic <horse-v2>"),
-    ("my timepiece on a velvet cushion", "watch-v1", "my <watch-v1> on a velvet cushion"),
-    ("my automaton in a snowstorm", "robot-v1", "my <robot-v1> in a snowstorm"),
+    ("my timepiece on a velvet cushion", "watch-v1", "<watch-v1> on a velvet cushion"),
+    ("my automaton in a snowstorm", "robot-v1", "<robot-v1> in a snowstorm"),
     ("the succulent at dawn", "cactus-v1", "the <cactus-v1> at dawn"),
     ("the kitten on a windowsill", "cat-v1", "the <cat-v1> on a windowsill"),  # the embedder still links what WordNet does not
 ])

@@ -15,7 +15,7 @@ from typing import Any
 
 from personalq.checkin.intent import Constraint, Intent, parse_intent
 from personalq.checkin.retrieval import hybrid_search
-from personalq.checkin.rewrite import rewrite_prompt
+from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
 from personalq.checkin.vocabulary import term_key
@@ -291,7 +291,14 @@ class Conversation:
 
     def ask(self, text: str) -> CheckInResult:
         self.request = text
-        self.intent = self.checkin.read(text, parse_intent(text, self.checkin.refresh().vocabulary, self.now))
+        snap = self.checkin.refresh()
+        named = snap.named(text)
+        if named is not None and (self.pool is None or named.id in self.pool):
+            self.intent = Intent(text, [Constraint("checkpoints", frozenset({named.id}), named.id)])
+            self.last = CheckInResult("select", f"you named {named.id}", checkpoint_id=named.id, card=named, plausible_ids=[named.id],
+                                      rewritten_prompt=rewrite_named(text, [named.id, *named.triggers], named.trigger))
+            return self.last
+        self.intent = self.checkin.read(text, parse_intent(text, snap.vocabulary, self.now))
         self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
         return self.last
 
@@ -312,7 +319,7 @@ class Conversation:
                 return self.ask(reply.label)
             return self._narrow(Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)]))
         full = parse_intent(reply, snap.vocabulary, self.now)
-        if self._is_new_request(full, reply):
+        if snap.named(reply) is not None or self._is_new_request(full, reply):
             return self.ask(reply)
         follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
         follow = self._about_last(follow)

@@ -6,12 +6,15 @@ satisfies a request: 50 bear versions score alike on text, so retrieval alone wo
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
 
 from personalq.checkin.intent import Constraint
+
+_NAME = re.compile(r"<[^<>\s]+>|[\w.+-]+")
 from personalq.checkin.vocabulary import CatalogVocabulary
 
 
@@ -22,9 +25,12 @@ class CatalogSnapshot:
         self.ids = list(self.cards)
         self.vocabulary = CatalogVocabulary(cards, embedder)
         self.by_version: dict[int, set[str]] = defaultdict(set)
+        self.by_name: dict[str, set[str]] = defaultdict(set)  # an id or trigger, lower-case -> checkpoints
         for c in cards:
             if c.version is not None:
                 self.by_version[c.version].add(c.id)
+            for name in (c.id, *c.triggers):
+                self.by_name[name.lower()].add(c.id)
         self._id_array = np.array(self.ids, dtype=object)
         self._times = {
             "created": self._time_columns([c.created_at for c in cards]),
@@ -60,6 +66,13 @@ class CatalogSnapshot:
         if a == "checkpoints":
             return set(v)
         return set()  # unknown subject: nothing has it
+
+    def named(self, text: str):
+        """The one checkpoint whose id or trigger the text contains whole ("use bear-v3", "<dog-v1> at
+        dawn"), else None: naming it is a choice already made."""
+        words = set(_NAME.findall(text.lower()))
+        hits = set().union(*(self.by_name.get(w, set()) for w in words))
+        return self.cards[hits.pop()] if len(hits) == 1 else None
 
     def moment(self, checkpoint_id: str, field: str):
         """What an order word sorts by: created_at, last_used_at or the use count (None: unknown)."""

@@ -9,7 +9,6 @@ and the UI share one behaviour.
 from __future__ import annotations
 
 import queue
-import re
 import tempfile
 import threading
 from collections import OrderedDict
@@ -117,8 +116,6 @@ class PersonalQService:
         "the realistic one" fits none or some of the bears asked about, so it answers; "my dog on the
         beach" typed while bears are offered selects a dog, which no option leads to, so it starts over.
         """
-        if self._named_checkpoint(text) is not None:
-            return True
         with self._lock:
             fresh = self._checkin_now().conversation(now=now).ask((text or "").strip() or "?")
         return bool(fresh.plausible_ids) and not set(fresh.plausible_ids) & set(state.pending.plausible_ids)
@@ -128,30 +125,16 @@ class PersonalQService:
         text = (text or "").strip()
         if not text:
             raise AppError("type what you want to make, e.g. " + (self.example_prompts(1) or ["my cartoon bear"])[0])
-        named = self._named_checkpoint(text)
-        if named is not None:  # an exact id or trigger is a choice already made
-            return self._settle_named(session_id, text, named)
         with self._lock:
             conversation = self._checkin_now().conversation(now=now)
             result = conversation.ask(text)
             return self._settle(session_id, conversation, result)
 
-    def _named_checkpoint(self, text: str):
-        """The checkpoint whose id or trigger appears whole in `text` (exactly one), else None."""
-        words = set(re.findall(r"<[^<>\s]+>|[\w.-]+", (text or "").lower()))
-        with self._lock:
-            hits = {c.id: c for c in self.store.cards()
-                    if c.id.lower() in words or any(t.lower() in words for t in c.triggers)}
-        return next(iter(hits.values())) if len(hits) == 1 else None
-
-    def _settle_named(self, session_id: str, text: str, card) -> ChatReply:
-        names = sorted({card.id, *card.triggers}, key=len, reverse=True)
-        pattern = re.compile("|".join(rf"(?<![\w<-]){re.escape(n)}(?![\w>-])" for n in names), re.I)
-        prompt = _without_possessive(pattern.sub(card.trigger, text), card.trigger)
+    def _settle_chosen(self, session_id: str, prompt: str, card) -> ChatReply:
         state = self.session(session_id)
         state.conversation = state.pending = state.unmatched = None
         state.selected, state.prompt = card, prompt
-        return ChatReply(action="select", message=f"you named {card.id}", card=card, prompt=prompt)
+        return ChatReply(action="select", message=f"you chose {card.id}", card=card, prompt=prompt)
 
     def choose(self, session_id: str, checkpoint_id: str) -> ChatReply:
         """Select a checkpoint by id: a clicked nearest suggestion, or "use in chat" in the repository.
@@ -165,8 +148,7 @@ class PersonalQService:
         state = self.session(session_id)
         text, subject = state.unmatched or ("", None)
         prompt = rewrite_prompt(text, card.trigger, [subject] if subject else []) if text else card.trigger
-        reply = self._settle_named(session_id, prompt, card)
-        return replace(reply, message=f"you chose {card.id}")
+        return self._settle_chosen(session_id, prompt, card)
 
     def answer(self, session_id: str, answer: str | int) -> ChatReply:
         """Answer the open question with free text or the index of one of its options."""
@@ -218,10 +200,7 @@ class PersonalQService:
             message = _question([o.label for o in options], len(result.plausible_ids))
         else:
             message = result.reason or ""
-        prompt = result.rewritten_prompt
-        if result.action == "select" and prompt:
-            prompt = _without_possessive(prompt, result.card.trigger)
-        return ChatReply(action=result.action, message=message, card=result.card, prompt=prompt,
+        return ChatReply(action=result.action, message=message, card=result.card, prompt=result.rewritten_prompt,
                          options=options, nearest=self._cards(result.nearest))
 
     def _cards(self, checkpoint_ids) -> list:
@@ -555,13 +534,6 @@ def _parse_date(text: str | None, which: str) -> date | datetime | None:
         raise AppError(f"cannot read the '{which}' date {text!r}; try 2025-04-01 or 'April 2025'")
     # A bare day means the whole day; the store reads a date (not a datetime) that way.
     return moment.date() if moment.time() == datetime.min.time() else moment
-
-
-def _without_possessive(prompt: str, trigger: str) -> str:
-    """"my <bear-v2> in the park" -> "<bear-v2> in the park", "my watercolor <dog-v1>" -> "watercolor <dog-v1>":
-    the model does not know whose bear it is; a "my" up to three words before the trigger goes."""
-    pattern = rf"\b(?:my|our)\s+((?:[\w'-]+\s+){{0,3}}){re.escape(trigger)}"
-    return re.sub(pattern, lambda m: m.group(1) + trigger, prompt, flags=re.I).strip()
 
 
 def _question(labels: list[str], fitting: int) -> str:
