@@ -88,6 +88,7 @@ def test_two_homes_on_one_catalog_and_one_place_keep_and_read_each_others_checkp
         seen = two.get("bear-v1")
         assert seen.file_path.read_bytes() == source.read_bytes() and seen.previews[0].is_file()
         assert seen.file_path.is_relative_to(two.files_root) and seen.sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
+        assert two.update("bear-v1", style_tags=["cartoon"]).file_path == seen.file_path
     with node(tmp_path, "node1", url) as one:
         assert [c.id for c in one.cards()] == ["bear-v1"]
 

@@ -395,7 +395,7 @@ class RepoStore:
         bar.update(len(pending))
 
     def _same_entry(self, card: CheckpointCard, prepared: Prepared) -> bool:
-        stored = card.to_catalog_entry(self.files_root)
+        stored = card.to_catalog_entry()  # context fields only: no file path is compared
         incoming = self._entry_of(prepared)
         return {k: stored.get(k) for k in CONTEXT_FIELDS} == {k: incoming.get(k) for k in CONTEXT_FIELDS}
 
@@ -424,7 +424,7 @@ class RepoStore:
         if unknown:
             raise StoreError(f"cannot update {', '.join(sorted(unknown))}: only context-tuple fields other than id")
         card = self._card(checkpoint_id)
-        merged = {k: v for k, v in card.to_catalog_entry(self.files_root).items() if k in CONTEXT_FIELDS}
+        merged = {k: v for k, v in card.to_catalog_entry().items() if k in CONTEXT_FIELDS}
         if "subject_types" in fields and "category" not in fields and card.category == card.subject_types[0]:
             merged.pop("category")  # the category followed the first subject type; keep it that way
         context = ContextTuple.parse(merged | fields)
