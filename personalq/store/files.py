@@ -117,12 +117,3 @@ class HomeFiles:
 
     def remove(self, addresses: list[str]) -> None:
         remove_files(self.local_root, addresses)
-
-
-def file_place(home: Path, files_url: str | None) -> FilePlace:
-    """The home's own folders, or the shared place `files_url` names (a folder path or an fsspec URL)."""
-    if not files_url:
-        return HomeFiles(home)
-    from personalq.store.shared_files import shared_place
-
-    return shared_place(files_url, home)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from personalq.protocols import BaseShapes
 from personalq.store.card import ContextTuple
@@ -21,9 +21,6 @@ from personalq.store.images import CleanImage, clean_image, clean_image_file
 from personalq.store.metadata import check_structure, load_yaml_file, trimmed
 from personalq.store.safetensors_file import prefill, read_header, thumbnail_bytes
 from personalq.store.weights import base_shapes, validate_weights
-
-if TYPE_CHECKING:  # files.py imports this module
-    from personalq.store.files import FilePlace
 
 
 @dataclass
@@ -103,20 +100,22 @@ def prepare_file(bases: Mapping[str, BaseShapes], path: Path, meta: dict | Path 
     return prepared
 
 
-def prepare_entry(place: FilePlace, entry: dict[str, Any]) -> Prepared:
-    """A catalog entry; the files it names must already lie in the store's file place (and previews decode whole)."""
+def prepare_entry(existing: Callable[[Any, str, bool], tuple[str, Path]], entry: dict[str, Any]) -> Prepared:
+    """A catalog entry; the files it names must already lie in the store's file place (and previews decode whole).
+
+    `existing(value, what, checkpoint)` is the place's `FilePlace.existing`: (address, local path) or refused."""
     context = ContextTuple.parse(entry)
     extras = context.extras
     prepared = Prepared(context=context, raw_metadata=jsonable({k: v for k, v in extras.items() if k not in ("file", "previews", "sha256", "size_bytes")}))
     if extras.get("file") is not None:
-        prepared.stored_file, stored = place.existing(extras["file"], "file", checkpoint=True)
+        prepared.stored_file, stored = existing(extras["file"], "file", True)
         prepared.sha256 = file_sha256(stored)
         prepared.size_bytes = stored.stat().st_size
     previews = extras.get("previews") or []
     if not isinstance(previews, list):
         raise StoreError("previews: expected a list of paths")
     for value in previews:
-        address, preview = place.existing(value, "preview", checkpoint=False)
+        address, preview = existing(value, "preview", False)
         clean_image_file(preview)  # decodes whole: a catalog may only point at real images
         prepared.stored_previews.append(address)
     return prepared

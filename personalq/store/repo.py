@@ -42,11 +42,12 @@ from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, Co
 from personalq.store.consistency import ConsistencyReport
 from personalq.store.embedder import default_embedder
 from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, one_line, source_label
-from personalq.store.files import FilePlace, HomeFiles, file_place
+from personalq.store.files import FilePlace, HomeFiles
 from personalq.store.indexes import DenseIndex, SparseIndex
 from personalq.store.intake import Prepared, file_metadata, prepare_entry, prepare_file
 from personalq.store.metadata import parse_json
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal
+from personalq.store.shared_files import file_place
 from personalq.store.tables import LIST_VALUE_FIELDS, BrokenCheckpoint, CheckpointRow, CheckpointValue, DescriptionEmbedding
 
 __all__ = ["ConflictError", "DuplicateError", "RepoStore"]
@@ -235,7 +236,7 @@ class RepoStore:
 
     def add_entry(self, entry: dict[str, Any]) -> CheckpointCard:
         """Add one metadata-only context tuple (a catalog JSONL line); raises `StoreError` if refused."""
-        prepared = prepare_entry(self._files, entry)
+        prepared = prepare_entry(self._files.existing, entry)
         self._refuse_duplicates(prepared)
         self._commit([prepared])
         return self._card(prepared.context.id)
@@ -354,7 +355,7 @@ class RepoStore:
                 bar.update(1)
                 continue
             try:
-                prepared = prepare_entry(self._files, parse_json(line, "entry"))
+                prepared = prepare_entry(self._files.existing, parse_json(line, "entry"))
                 id_ = prepared.context.id
                 if id_ in existing:
                     if self._same_entry(existing[id_], prepared):

@@ -31,7 +31,7 @@ from personalq.atomic_write import TMP_PREFIX, atomic_write, file_chunks
 from personalq.store import paths
 from personalq.store.consistency import ConsistencyReport, compare
 from personalq.store.errors import StoreError, UnsafePathError
-from personalq.store.files import WRITE_LOCK_NAME
+from personalq.store.files import WRITE_LOCK_NAME, FilePlace, HomeFiles
 from personalq.store.intake import Prepared
 
 ORPHAN_GRACE_S = 3600.0
@@ -192,8 +192,11 @@ class SharedFolder(SharedFiles):
         return paths.blob_path(self.local_root, address)
 
 
-def shared_place(files_url: str, home: Path) -> SharedFiles:
-    """`files_url` as a place: a folder path or `file://` URL is a `SharedFolder`, any other fsspec URL remote."""
+def file_place(home: Path, files_url: str | None) -> FilePlace:
+    """The home's own folders, or the shared place `files_url` names: a folder path or `file://` URL is a
+    `SharedFolder`, any other fsspec URL a `SharedFiles` (fsspec is imported only then)."""
+    if not files_url:
+        return HomeFiles(home)
     from fsspec.core import url_to_fs
     from fsspec.implementations.local import LocalFileSystem
 
