@@ -65,20 +65,23 @@ def test_the_store_on_postgresql_imports_lists_marks_and_removes(database_url, t
             store.remove(card.id)
 
 
-@pytest.mark.xfail(strict=True, reason="a store opened on another home drops every catalog row whose files are not under "
-                   "that home (repair on open): nodes must share the home until files are content-addressed in a shared place")
 def test_a_node_with_its_own_home_keeps_the_shared_catalog(database_url, tmp_path):
+    """Files by content hash in a place both nodes share (PERSONALQ_FILES_URL): no row depends on a home."""
     from personalq.store import RepoStore
 
-    with RepoStore.open(tmp_path / "node1", database_url=database_url) as store:
+    shared = str(tmp_path / "shared-files")
+    with RepoStore.open(tmp_path / "node1", database_url=database_url, files_url=shared) as store:
         store.import_dir(_demo(tmp_path, ["bag-v1"]))
     try:
-        with RepoStore.open(tmp_path / "node2", database_url=database_url) as other:
+        with RepoStore.open(tmp_path / "node2", database_url=database_url, files_url=shared) as other:
             assert [c.id for c in other.cards()] == ["bag-v1"]
+            card = other.get("bag-v1")
+            assert card.file_path.is_file() and card.file_path.is_relative_to((tmp_path / "shared-files").resolve()) and other.check_files().ok
     finally:
-        with RepoStore.open(tmp_path / "node1", database_url=database_url, repair_files=False) as store:
+        with RepoStore.open(tmp_path / "node1", database_url=database_url, files_url=shared, repair_files=False) as store:
             for card in store.cards():
                 store.remove(card.id)
+    assert not any(p.is_file() for p in (tmp_path / "shared-files").rglob("*") if p.name != ".write.lock")
 
 
 ADD = """

@@ -224,6 +224,8 @@ class PipelineManager:
         if callable(mark):
             try:
                 mark(card.id, reason)
+            except KeyError:  # its row went while this request loaded it (another node removed it): not broken
+                return ServingError(f"checkpoint {card.id} was removed while this request was loading it")
             except Exception as failure:  # noqa: BLE001 (the request's own error is what the user must see)
                 logger.warning("could not mark %s broken: %s", card.id, failure)
         return ServingError(f"checkpoint {card.id}: {reason} (marked broken: not tried again until fixed)")

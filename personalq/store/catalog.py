@@ -6,7 +6,7 @@ objects: 100k rows must load in seconds). `RepoStore` decides when; this module 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -110,8 +110,10 @@ def _list_values(rows) -> dict[str, dict[str, list[str]]]:
     return lists
 
 
-def read_cards(engine: Engine, home: Path, ids: Sequence[str] | None = None) -> dict[str, CheckpointCard]:
-    """Cards by id, in the order they were added; datetimes come back tz-aware UTC from `UTCDateTime`."""
+def read_cards(engine: Engine, locate: Callable[[str], Path], ids: Sequence[str] | None = None) -> dict[str, CheckpointCard]:
+    """Cards by id, in the order they were added; datetimes come back tz-aware UTC from `UTCDateTime`.
+
+    `locate` turns a stored address into the local path the card names (the store's file place decides)."""
     columns = (
         CheckpointRow.id, CheckpointRow.description, CheckpointRow.created_at, CheckpointRow.version,
         CheckpointRow.last_used_at, CheckpointRow.category, CheckpointRow.base_model, CheckpointRow.kind,
@@ -134,8 +136,8 @@ def read_cards(engine: Engine, home: Path, ids: Sequence[str] | None = None) -> 
         own = lists.get(id_, empty)
         cards[id_] = CheckpointCard(
             id_, own.get("trigger", []), own.get("subject_type", []), own.get("style_tag", []), description, created,
-            version, own.get("environment", []), used, category, base, kind, home / file_path if file_path else None,
-            sha, size, [home / p for p in own["preview"]] if "preview" in own else [], raw or {}, added, updated,
+            version, own.get("environment", []), used, category, base, kind, locate(file_path) if file_path else None,
+            sha, size, [locate(p) for p in own["preview"]] if "preview" in own else [], raw or {}, added, updated,
         )
     return cards
 
@@ -234,3 +236,28 @@ def cached_vectors(engine: Engine, embedder: Embedder, texts: Sequence[str], pro
     dim = len(next(iter(cached.values()))) if cached else 0
     matrix = np.stack([cached[h] for h in hashes]) if hashes else np.zeros((0, dim), dtype=np.float32)
     return matrix, new_rows
+
+
+def addresses_of(engine: Engine, checkpoint_id: str) -> list[str]:
+    """The file and preview addresses one checkpoint's row names; `KeyError` when there is no such row."""
+    with Session(engine) as session:
+        row = session.get(CheckpointRow, checkpoint_id)
+        if row is None:
+            raise KeyError(checkpoint_id)
+        previews = session.exec(select(CheckpointValue.value).where(
+            CheckpointValue.checkpoint_id == checkpoint_id, CheckpointValue.field == LIST_VALUE_FIELDS["previews"]
+        )).all()
+    return [address for address in [row.file_path, *previews] if address]
+
+
+def still_named(engine: Engine, addresses: Sequence[str]) -> set[str]:
+    """Those of `addresses` that some row names (as its file or a preview): a shared file must outlive none of them."""
+    wanted = sorted(set(addresses))
+    if not wanted:
+        return set()
+    with Session(engine) as session:
+        files = session.exec(select(CheckpointRow.file_path).where(col(CheckpointRow.file_path).in_(wanted))).all()
+        previews = session.exec(select(CheckpointValue.value).where(
+            CheckpointValue.field == LIST_VALUE_FIELDS["previews"], col(CheckpointValue.value).in_(wanted)
+        )).all()
+    return set(files) | set(previews)

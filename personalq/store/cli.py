@@ -108,7 +108,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         except StoreError as error:
             _fail(str(error))
         if as_json:
-            typer.echo(json.dumps(_card_json(card, store.home), ensure_ascii=False, indent=1))
+            typer.echo(json.dumps(_card_json(card, store.files_root), ensure_ascii=False, indent=1))
         else:
             typer.echo(f"added {card.id} ({card.kind or 'unknown kind'}, {card.base_model or 'unknown base'}), trigger {card.trigger}")
 
@@ -172,7 +172,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         cards = store.list(
             category=category, style=style, created_from=parse(created_from, "from"), created_to=parse(created_to, "to"), text=text
         )
-        _print_cards(cards, as_json, store.home)
+        _print_cards(cards, as_json, store.files_root)
 
     @repo.command("show")
     def show(checkpoint_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOption = False, home: HomeOption = None) -> None:
@@ -182,7 +182,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             card = store.get(checkpoint_id)
         except KeyError:
             _fail(f"no checkpoint {checkpoint_id!r} in {store.home}")
-        data = _card_json(card, store.home)
+        data = _card_json(card, store.files_root)
         if as_json:
             typer.echo(json.dumps(data, ensure_ascii=False, indent=1))
             return

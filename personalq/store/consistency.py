@@ -6,12 +6,15 @@ Adds write files first and commit the row last, both under the store's write loc
 without its file means someone deleted files by hand. `check` lists both kinds of disagreement;
 `repair` removes orphan files and drops rows (or preview entries) whose files are gone. It must run
 under the write lock: an add in progress holds it, so its files are never taken for orphans.
+The comparison itself is the same for every file place (`personalq.store.files`); each place lists its
+own files and judges only the addresses it writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from personalq.atomic_write import TMP_PREFIX
 from personalq.store import paths
@@ -19,7 +22,7 @@ from personalq.store import paths
 
 @dataclass
 class ConsistencyReport:
-    """Paths are relative to the home. `missing_files` are (checkpoint id, path) pairs."""
+    """Paths are addresses in the file place (relative to the home by default). `missing_files` are (checkpoint id, path) pairs."""
 
     orphan_files: list[str] = field(default_factory=list)
     temporary_files: list[str] = field(default_factory=list)
@@ -50,12 +53,13 @@ def stored_files(home: Path) -> list[str]:
     return sorted(found)
 
 
-def compare(home: Path, referenced: dict[str, list[str]]) -> ConsistencyReport:
-    """`referenced` maps each checkpoint id to the relative paths its row names (file and previews)."""
+def compare(stored: Iterable[str], referenced: dict[str, list[str]], exists: Callable[[str], bool]) -> ConsistencyReport:
+    """`stored`: the files a place holds; `referenced`: each checkpoint id's addresses (file and previews)
+    that the place judges; `exists`: whether an address names a stored file."""
     named = {path for names in referenced.values() for path in names}
     report = ConsistencyReport()
-    for path in stored_files(home):
-        if Path(path).name.startswith(TMP_PREFIX):
+    for path in stored:
+        if PurePosixPath(path).name.startswith(TMP_PREFIX):
             report.temporary_files.append(path)
         elif path not in named:
             report.orphan_files.append(path)
@@ -63,7 +67,7 @@ def compare(home: Path, referenced: dict[str, list[str]]) -> ConsistencyReport:
         (checkpoint_id, path)
         for checkpoint_id, names in sorted(referenced.items())
         for path in names
-        if not (home / path).is_file()
+        if not exists(path)
     ]
     return report
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from personalq.protocols import BaseShapes
-from personalq.store import paths
 from personalq.store.card import ContextTuple
 from personalq.store.errors import StoreError
 from personalq.store.images import CleanImage, clean_image, clean_image_file
@@ -31,7 +30,7 @@ class Prepared:
     context: ContextTuple
     raw_metadata: dict
     source_file: Path | None = None  # copied into the store
-    stored_file: str | None = None  # relative to home (already inside, or the copy's destination)
+    stored_file: str | None = None  # the file's address in the store's file place (set when written, or already there)
     sha256: str | None = None
     size_bytes: int | None = None
     preview_images: list[CleanImage] = field(default_factory=list)  # re-encoded, written at commit
@@ -79,7 +78,7 @@ def file_metadata(path: Path, meta: dict | Path | str | None = None) -> dict[str
     return jsonable(merged)
 
 
-def prepare_file(home: Path, bases: Mapping[str, BaseShapes], path: Path, meta: dict | Path | str | None,
+def prepare_file(bases: Mapping[str, BaseShapes], path: Path, meta: dict | Path | str | None,
                  previews: Sequence[Path], refuse_duplicates: Callable[[Prepared], None]) -> Prepared:
     """A `.safetensors` file with its sidecar and previews; duplicates are refused before the (slower) weight checks."""
     header = read_header(path)
@@ -89,7 +88,6 @@ def prepare_file(home: Path, bases: Mapping[str, BaseShapes], path: Path, meta: 
         context=context,
         raw_metadata=trimmed(header.metadata),
         source_file=path,
-        stored_file=paths.relative(home, paths.checkpoint_path(home, context.id)),
         sha256=file_sha256(path),
         size_bytes=header.size_bytes,
     )
@@ -102,21 +100,22 @@ def prepare_file(home: Path, bases: Mapping[str, BaseShapes], path: Path, meta: 
     return prepared
 
 
-def prepare_entry(home: Path, entry: dict[str, Any]) -> Prepared:
-    """A catalog entry; the files it names must already lie inside the store (and previews decode whole)."""
+def prepare_entry(existing: Callable[[Any, str, bool], tuple[str, Path]], entry: dict[str, Any]) -> Prepared:
+    """A catalog entry; the files it names must already lie in the store's file place (and previews decode whole).
+
+    `existing(value, what, checkpoint)` is the place's `FilePlace.existing`: (address, local path) or refused."""
     context = ContextTuple.parse(entry)
     extras = context.extras
     prepared = Prepared(context=context, raw_metadata=jsonable({k: v for k, v in extras.items() if k not in ("file", "previews", "sha256", "size_bytes")}))
     if extras.get("file") is not None:
-        stored = paths.existing_inside(home, extras["file"], "file", paths.CHECKPOINTS)
-        prepared.stored_file = paths.relative(home, stored)
+        prepared.stored_file, stored = existing(extras["file"], "file", True)
         prepared.sha256 = file_sha256(stored)
         prepared.size_bytes = stored.stat().st_size
     previews = extras.get("previews") or []
     if not isinstance(previews, list):
         raise StoreError("previews: expected a list of paths")
     for value in previews:
-        preview = paths.existing_inside(home, value, "preview", paths.PREVIEWS)
+        address, preview = existing(value, "preview", False)
         clean_image_file(preview)  # decodes whole: a catalog may only point at real images
-        prepared.stored_previews.append(paths.relative(home, preview))
+        prepared.stored_previews.append(address)
     return prepared

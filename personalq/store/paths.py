@@ -4,6 +4,11 @@ An id must match `ID_PATTERN` (a slug: no separators, no leading dot, no `..`); 
 comes from the `ImageFormat` Pillow actually decoded, never from a file name or header metadata; and
 the resolved result must lie inside the store's home. Nothing else in PersonalQ joins paths for the
 store, so a crafted header or id cannot name `catalog.db` or a file outside the home.
+
+A shared file place (`PERSONALQ_FILES_URL`) names files by content instead: `sha256/<2 hex>/<64 hex>.<suffix>`,
+the hex being the SHA-256 of the bytes and the suffix `safetensors` or a decoded `ImageFormat`'s.
+An address is checked against `BLOB_PATTERN` before anything is joined to it, so a catalog value
+read back from a shared database cannot name a file outside the place either.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from personalq.store.errors import UnsafePathError
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 CHECKPOINTS = "checkpoints"
 PREVIEWS = "previews"
+BLOBS = "sha256"
+CHECKPOINT_SUFFIX = "safetensors"
+HEX_PATTERN = re.compile(r"[0-9a-f]{64}")
+BLOB_PATTERN = re.compile(rf"{BLOBS}/([0-9a-f]{{2}})/([0-9a-f]{{64}})\.(safetensors|png|jpg|webp)")
 
 
 class ImageFormat(enum.Enum):
@@ -81,3 +90,36 @@ def existing_inside(home: Path, value: Any, what: str, folder: str) -> Path:
     if not path.is_file():
         raise UnsafePathError(f"{what} {value!r} is not in the store; use `personalq repo add` to import weights")
     return path
+
+
+def blob_address(sha256: str, suffix: str | ImageFormat) -> str:
+    """`sha256/<first 2 hex>/<hex>.<suffix>`: where a shared place keeps bytes whose SHA-256 is `sha256`."""
+    if not isinstance(sha256, str) or not HEX_PATTERN.fullmatch(sha256):
+        raise UnsafePathError(f"{sha256!r} is not a SHA-256 hex digest")
+    suffix = suffix.value if isinstance(suffix, ImageFormat) else suffix
+    if suffix != CHECKPOINT_SUFFIX and suffix not in {f.value for f in ImageFormat}:
+        raise UnsafePathError(f"{suffix!r} is not a stored file's suffix")
+    return f"{BLOBS}/{sha256[:2]}/{sha256}.{suffix}"
+
+
+def blob_digest(address: Any) -> str | None:
+    """The SHA-256 an address names, or None when `address` is not a well-formed blob address."""
+    if not isinstance(address, str):
+        return None
+    match = BLOB_PATTERN.fullmatch(address)
+    return match.group(2) if match and match.group(2).startswith(match.group(1)) else None
+
+
+def check_blob(address: Any, what: str, checkpoint: bool) -> str:
+    """A catalog entry's blob address, well-formed and of the right kind (a checkpoint or an image)."""
+    if blob_digest(address) is None or address.endswith(f".{CHECKPOINT_SUFFIX}") != checkpoint:
+        kind = "a checkpoint" if checkpoint else "a preview"
+        raise UnsafePathError(f"{what} {str(address)[:120]!r} is not {kind} address in the shared file place (sha256/xx/<hex>.<suffix>)")
+    return address
+
+
+def blob_path(root: Path, address: str) -> Path:
+    """A checked blob address as a local path under `root` (the shared folder, or this node's copy of a remote place)."""
+    if blob_digest(address) is None:
+        raise UnsafePathError(f"{str(address)[:120]!r} is not a blob address")
+    return _inside(root, address)

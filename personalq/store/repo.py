@@ -8,11 +8,13 @@ can leave at most an unreferenced file, never a catalog row without its file. Op
 compares Chroma with the catalog and repairs any difference.
 
 Layout under `home`: `catalog.db` (default SQLite catalog), `chroma/`, `checkpoints/<id>.safetensors`,
-`previews/<id>/<n>.<ext>`.
+`previews/<id>/<n>.<ext>`. With a shared file place (`PERSONALQ_FILES_URL`, see `shared_files`) the
+checkpoint files and previews live there instead, by content hash, for every node of a cluster.
 
 This module decides the order of things and holds the write lock; the parts live beside it:
 `intake` (checks before anything is written), `catalog` (SQL rows, revision, embedding cache),
-`files` (checkpoint and preview files), `indexes` (Chroma and BM25), `consistency` (files vs rows).
+`files` (the place checkpoint and preview files live in), `indexes` (Chroma and BM25), `consistency`
+(files vs rows).
 """
 
 from __future__ import annotations
@@ -37,14 +39,15 @@ from personalq.config import personalq_home
 from personalq.protocols import BaseShapes, Embedder
 from personalq.store import catalog
 from personalq.store.card import CONTEXT_FIELDS, LIST_FIELDS, CheckpointCard, ContextTuple, to_utc
-from personalq.store.consistency import ConsistencyReport, compare, remove_files
+from personalq.store.consistency import ConsistencyReport
 from personalq.store.embedder import default_embedder
 from personalq.store.errors import ConflictError, DuplicateError, ImportReport, StoreError, one_line, source_label
-from personalq.store.files import remove_checkpoint_files, unwrite_files, write_files
+from personalq.store.files import FilePlace, HomeFiles
 from personalq.store.indexes import DenseIndex, SparseIndex
 from personalq.store.intake import Prepared, file_metadata, prepare_entry, prepare_file
 from personalq.store.metadata import parse_json
 from personalq.store.safetensors_file import PICKLE_SUFFIXES, pickle_refusal
+from personalq.store.shared_files import file_place
 from personalq.store.tables import LIST_VALUE_FIELDS, BrokenCheckpoint, CheckpointRow, CheckpointValue, DescriptionEmbedding
 
 __all__ = ["ConflictError", "DuplicateError", "RepoStore"]
@@ -52,7 +55,6 @@ __all__ = ["ConflictError", "DuplicateError", "RepoStore"]
 _SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
 _PREVIEW_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _BATCH = 512
-WRITE_LOCK_NAME = ".write.lock"
 WRITE_LOCK_TIMEOUT_S = 120.0
 
 
@@ -63,8 +65,10 @@ def _now() -> datetime:
 class RepoStore:
     """A user's repository of personalized checkpoints: catalog, files, dense and sparse indexes."""
 
-    def __init__(self, home: Path, database_url: str, embedder: Embedder, bases: Mapping[str, BaseShapes] | None = None):
+    def __init__(self, home: Path, database_url: str, embedder: Embedder, bases: Mapping[str, BaseShapes] | None = None,
+                 files: FilePlace | None = None):
         self.home = home
+        self._files = files if files is not None else HomeFiles(home)
         self.bases = dict(bases or {})  # base name -> shapes, over the defaults: the base this owner serves
         self.database_url = database_url
         self._embedder = embedder
@@ -72,25 +76,29 @@ class RepoStore:
         self._cards_cache: tuple[int, dict[str, CheckpointCard]] | None = None
         self._sparse_cache: tuple[int, SparseIndex] | None = None
         self._dense = DenseIndex(home / "chroma", os.environ.get("PERSONALQ_CHROMA_URL"))
-        # One lock file per home serializes every write across threads and processes (flock locks
-        # belong to an open file, so two threads of one process exclude each other too).
-        self._write_lock = FileLock(str(home / WRITE_LOCK_NAME), timeout=WRITE_LOCK_TIMEOUT_S)
+        # One lock file per file place (the home's, or a shared folder's) serializes every write across
+        # threads and processes (flock locks belong to an open file, so two threads of one process
+        # exclude each other too).
+        self._write_lock = FileLock(str(self._files.lock_path), timeout=WRITE_LOCK_TIMEOUT_S)
 
     @classmethod
     def open(
         cls, home: Path | str | None = None, database_url: str | None = None, embedder: Embedder | None = None,
-        repair_files: bool = True, bases: Mapping[str, BaseShapes] | None = None,
+        repair_files: bool = True, bases: Mapping[str, BaseShapes] | None = None, files_url: str | None = None,
     ) -> RepoStore:
         """Open (creating if needed) the store under `home` and repair indexes that disagree with the catalog.
 
         Unless `repair_files` is False (`personalq repo check` wants to see them), files a crash left
         without a row are removed and rows whose files are gone are dropped. `bases` names the base
         models uploads are validated against where they differ from the defaults (`weights.served_bases`).
+        `files_url` (default `PERSONALQ_FILES_URL`) is a folder or fsspec URL every node shares, where
+        checkpoint files and previews are kept by content hash instead of under the home.
         """
         home = Path(home).expanduser().resolve() if home is not None else personalq_home()
         home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("PERSONALQ_DATABASE_URL") or f"sqlite:///{home / 'catalog.db'}"
-        store = cls(home, url, embedder or default_embedder(), bases)
+        files = file_place(home, files_url or os.environ.get("PERSONALQ_FILES_URL"))
+        store = cls(home, url, embedder or default_embedder(), bases, files)
         if repair_files:
             store._repair_files_after_crash()
         store.repair()
@@ -122,6 +130,11 @@ class RepoStore:
         return self._embedder
 
     @property
+    def files_root(self) -> Path:
+        """The local folder cards' file paths lie under: the home, a shared folder, or this node's copies of a remote place."""
+        return self._files.local_root
+
+    @property
     def revision(self) -> int:
         return catalog.revision(self._engine)
 
@@ -132,17 +145,36 @@ class RepoStore:
         return list(self._card_map().values())
 
     def get(self, checkpoint_id: str) -> CheckpointCard:
+        """One card, its files on this node (fetched from a remote file place once) for a renderer to open."""
+        card = self._card(checkpoint_id)
+        self._fetch(card)
+        return card
+
+    def _card(self, checkpoint_id: str) -> CheckpointCard:
         cached = self._cards_cache
         if cached is not None and cached[0] == self.revision:
             return cached[1][checkpoint_id]
-        found = catalog.read_cards(self._engine, self.home, [checkpoint_id])
+        found = catalog.read_cards(self._engine, self._locate, [checkpoint_id])
         if checkpoint_id not in found:
             raise KeyError(checkpoint_id)
         return found[checkpoint_id]
 
+    def _locate(self, address: str) -> Path:
+        return self._files.local_root / address
+
+    def _fetch(self, card: CheckpointCard) -> None:
+        """Bring a remote place's files of `card` to this node; one that cannot come stays missing, as a
+        deleted file would, and the renderer refuses it in one line."""
+        for path in [card.file_path, *card.previews]:
+            if path is not None and not path.is_file():
+                try:
+                    self._files.local_copy(path.relative_to(self._files.local_root).as_posix())
+                except (OSError, ValueError, StoreError):
+                    pass
+
     def __contains__(self, checkpoint_id: object) -> bool:
         try:
-            self.get(str(checkpoint_id))
+            self._card(str(checkpoint_id))
         except KeyError:
             return False
         return True
@@ -169,7 +201,7 @@ class RepoStore:
     def _card_map(self) -> dict[str, CheckpointCard]:
         revision = self.revision
         if self._cards_cache is None or self._cards_cache[0] != revision:
-            self._cards_cache = (revision, catalog.read_cards(self._engine, self.home))
+            self._cards_cache = (revision, catalog.read_cards(self._engine, self._locate))
         return self._cards_cache[1]
 
     # ------------------------------------------------------------------ search
@@ -200,17 +232,17 @@ class RepoStore:
         """
         prepared = self._prepare_file(Path(path).expanduser(), meta, [Path(p).expanduser() for p in previews])
         self._commit([prepared])
-        return self.get(prepared.context.id)
+        return self._card(prepared.context.id)
 
     def add_entry(self, entry: dict[str, Any]) -> CheckpointCard:
         """Add one metadata-only context tuple (a catalog JSONL line); raises `StoreError` if refused."""
-        prepared = prepare_entry(self.home, entry)
+        prepared = prepare_entry(self._files.existing, entry)
         self._refuse_duplicates(prepared)
         self._commit([prepared])
-        return self.get(prepared.context.id)
+        return self._card(prepared.context.id)
 
     def _prepare_file(self, path: Path, meta: dict | Path | str | None, previews: Sequence[Path]) -> Prepared:
-        return prepare_file(self.home, self.bases, path, meta, previews, self._refuse_duplicates)
+        return prepare_file(self.bases, path, meta, previews, self._refuse_duplicates)
 
     def _refuse_duplicates(self, prepared: Prepared) -> None:
         catalog.refuse_duplicates(self._engine, prepared)
@@ -238,11 +270,11 @@ class RepoStore:
             self._commit_locked(batch, progress)
 
     def _commit_locked(self, batch: Sequence[Prepared], progress: Any) -> None:
-        created: list[Path] = []
+        created: list[str] = []
         dense_ids: list[str] = []
         try:
             for item in batch:
-                write_files(self.home, item, created)
+                self._files.write(item, created)
             vectors, cache_rows = self._vectors([item.context.description for item in batch], progress)
             now = _now()
             with Session(self._engine) as session:
@@ -258,7 +290,7 @@ class RepoStore:
                     self._dense.delete(dense_ids)
                 except Exception:
                     pass  # repaired on next open: Chroma ids missing from the catalog are dropped
-            unwrite_files(self.home, created)
+            self._files.unwrite(created, catalog.still_named(self._engine, created))
             if isinstance(error, StoreError):
                 raise
             if isinstance(error, SQLAlchemyError):
@@ -323,7 +355,7 @@ class RepoStore:
                 bar.update(1)
                 continue
             try:
-                prepared = prepare_entry(self.home, parse_json(line, "entry"))
+                prepared = prepare_entry(self._files.existing, parse_json(line, "entry"))
                 id_ = prepared.context.id
                 if id_ in existing:
                     if self._same_entry(existing[id_], prepared):
@@ -364,7 +396,7 @@ class RepoStore:
         bar.update(len(pending))
 
     def _same_entry(self, card: CheckpointCard, prepared: Prepared) -> bool:
-        stored = card.to_catalog_entry(self.home)
+        stored = card.to_catalog_entry()  # context fields only: no file path is compared
         incoming = self._entry_of(prepared)
         return {k: stored.get(k) for k in CONTEXT_FIELDS} == {k: incoming.get(k) for k in CONTEXT_FIELDS}
 
@@ -381,7 +413,7 @@ class RepoStore:
     def export_catalog(self, path: Path | str) -> int:
         """Write the catalog as JSONL (file paths relative to the store); returns the number of entries."""
         cards = self.cards()
-        lines = [json.dumps(card.to_catalog_entry(self.home), ensure_ascii=False) + "\n" for card in cards]
+        lines = [json.dumps(card.to_catalog_entry(self.files_root), ensure_ascii=False) + "\n" for card in cards]
         atomic_write(Path(path).expanduser(), [line.encode("utf-8") for line in lines])
         return len(cards)
 
@@ -392,8 +424,8 @@ class RepoStore:
         unknown = set(fields) - (set(CONTEXT_FIELDS) - {"id"})
         if unknown:
             raise StoreError(f"cannot update {', '.join(sorted(unknown))}: only context-tuple fields other than id")
-        card = self.get(checkpoint_id)
-        merged = {k: v for k, v in card.to_catalog_entry(self.home).items() if k in CONTEXT_FIELDS}
+        card = self._card(checkpoint_id)
+        merged = {k: v for k, v in card.to_catalog_entry().items() if k in CONTEXT_FIELDS}
         if "subject_types" in fields and "category" not in fields and card.category == card.subject_types[0]:
             merged.pop("category")  # the category followed the first subject type; keep it that way
         context = ContextTuple.parse(merged | fields)
@@ -427,7 +459,7 @@ class RepoStore:
                         old, _ = self._vectors([card.description])
                         self._dense.upsert([checkpoint_id], old, [self._dense_meta(card.description)])
                     raise
-        return self.get(checkpoint_id)
+        return self._card(checkpoint_id)
 
     def mark_broken(self, checkpoint_id: str, reason: str) -> None:
         """Record why a checkpoint failed to attach or render; serving refuses it until it is fixed."""
@@ -460,11 +492,12 @@ class RepoStore:
             session.commit()
 
     def remove(self, checkpoint_id: str) -> None:
-        """Delete the catalog row, the files and both index entries."""
+        """Delete the catalog row, both index entries and the files no other row names (rows first: a
+        renderer that then finds the file gone finds the row gone too, and says it was removed)."""
         with self._writing():
-            card = self.get(checkpoint_id)
+            addresses = catalog.addresses_of(self._engine, checkpoint_id)
             self._delete_rows([checkpoint_id])
-            remove_checkpoint_files(self.home, checkpoint_id, card.file_path)
+            self._files.release(checkpoint_id, addresses, catalog.still_named(self._engine, addresses))
 
     def _delete_rows(self, checkpoint_ids: Sequence[str]) -> None:
         """Drop catalog rows and their vectors (a vector left by a failure is dropped on the next open)."""
@@ -485,9 +518,9 @@ class RepoStore:
             return self._check_files_locked(repair)
 
     def _check_files_locked(self, repair: bool) -> ConsistencyReport:
-        report = compare(self.home, catalog.referenced_files(self._engine))
+        report = self._files.compare(catalog.referenced_files(self._engine))  # rows first, then the listing
         if repair and not report.ok:
-            remove_files(self.home, report.orphan_files + report.temporary_files)
+            self._files.remove(report.orphan_files + report.temporary_files)
             rows = dict(catalog.stored_file_paths(self._engine))
             gone_rows = sorted({i for i, path in report.missing_files if rows.get(i) == path})
             gone_previews = [(i, path) for i, path in report.missing_files if i not in gone_rows]
