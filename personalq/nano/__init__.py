@@ -8,6 +8,7 @@ project measures TAQ and personalization on it with no model downloads. It is a 
 from __future__ import annotations
 
 from personalq.config import ASSETS_DIR
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 
 NANO_PATH = ASSETS_DIR / "pq-nano"
 JUDGE_PATH = ASSETS_DIR / "pq-nano-judge"
@@ -18,7 +19,8 @@ DEFAULT_STEPS = 20
 
 def load_pipeline(device: str = "cpu", path=NANO_PATH):
     """The shipped PQ-Nano as a fp32 `StableDiffusionPipeline`, loaded with no network access."""
-    from diffusers import StableDiffusionPipeline
+    with DIFFUSERS_IMPORT:
+        from diffusers import StableDiffusionPipeline
 
     pipe = StableDiffusionPipeline.from_pretrained(str(path), local_files_only=True).to(device)
     pipe.set_progress_bar_config(disable=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.nano import JUDGE_PATH, NANO_PATH
 
 
@@ -19,7 +20,8 @@ def assemble(weights: Path, target: Path = NANO_PATH, judge_target: Path = JUDGE
 
     `text_encoder` is a folder with text_encoder/ and tokenizer/ (default: cut from MiniLM again).
     """
-    from diffusers import AutoencoderKL, UNet2DConditionModel
+    with DIFFUSERS_IMPORT:
+        from diffusers import AutoencoderKL, UNet2DConditionModel
 
     from personalq.nano.model import assemble_pipeline, build_text_encoder, load_text_encoder, save_pipeline
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
+
 TEXT_LAYERS = 2
 MAX_TOKENS = 32
 LATENT_SIZE = 16
@@ -84,26 +86,30 @@ def load_text_encoder(path: str | Path):
 
 
 def build_vae():
-    from diffusers import AutoencoderKL
+    with DIFFUSERS_IMPORT:
+        from diffusers import AutoencoderKL
 
     return AutoencoderKL(**VAE_CONFIG)
 
 
 def build_unet():
-    from diffusers import UNet2DConditionModel
+    with DIFFUSERS_IMPORT:
+        from diffusers import UNet2DConditionModel
 
     return UNet2DConditionModel(**UNET_CONFIG)
 
 
 def build_scheduler():
     """Sampling scheduler: DPM-Solver++ gives clean 64x64 samples in 20 steps."""
-    from diffusers import DPMSolverMultistepScheduler
+    with DIFFUSERS_IMPORT:
+        from diffusers import DPMSolverMultistepScheduler
 
     return DPMSolverMultistepScheduler(**SCHEDULER_CONFIG)
 
 
 def assemble_pipeline(unet, vae, text_encoder, tokenizer):
-    from diffusers import StableDiffusionPipeline
+    with DIFFUSERS_IMPORT:
+        from diffusers import StableDiffusionPipeline
 
     pipe = StableDiffusionPipeline(
         vae=vae,

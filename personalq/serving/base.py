@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.errors import first_line
 from personalq.protocols import BaseModelLoader
 from personalq.serving.requests import ServingError
@@ -73,11 +74,12 @@ def load_base_pipeline(spec: str, dtype: torch.dtype, single_file_config: str | 
     registered = _load_registered(spec, dtype)
     if registered is not None:
         return registered
-    from diffusers import (
-        DiffusionPipeline,
-        StableDiffusionPipeline,
-        StableDiffusionXLPipeline,
-    )
+    with DIFFUSERS_IMPORT:
+        from diffusers import (
+            DiffusionPipeline,
+            StableDiffusionPipeline,
+            StableDiffusionXLPipeline,
+        )
 
     if base_family(spec) == "pq-nano":
         try:

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.serving.requests import ServingError
 
 UNET_KEY_PREFIX = "unet."
@@ -42,7 +43,8 @@ class LoraPayload:
         header = {k.removeprefix(UNET_KEY_PREFIX): v for k, v in (self.metadata or {}).items() if k.startswith(UNET_KEY_PREFIX)}
         if not {"r", "lora_alpha", "target_modules"} <= set(header):
             return False
-        from diffusers.utils import convert_unet_state_dict_to_peft
+        with DIFFUSERS_IMPORT:
+            from diffusers.utils import convert_unet_state_dict_to_peft
         from peft import LoraConfig
 
         peft_keys = convert_unet_state_dict_to_peft({k.removeprefix(UNET_KEY_PREFIX): v for k, v in self.unet_state_dict.items()})

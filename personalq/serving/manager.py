@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.errors import first_line
 from personalq.serving.base import base_family, load_base_pipeline
 from personalq.serving.cache import ResidentCache, ResidentEntry
@@ -332,7 +333,8 @@ class PipelineManager:
             raise ServingError(f"the adapter slot of {unet_name} does not fit: {error}") from None
 
     def _lora_loader(self):
-        from diffusers import StableDiffusionPipeline
+        with DIFFUSERS_IMPORT:
+            from diffusers import StableDiffusionPipeline
 
         return getattr(type(self.pipe), "load_lora_into_unet", StableDiffusionPipeline.load_lora_into_unet)
 

@@ -17,6 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.serving.cache import ResidentCache, ResidentEntry, resident_bytes
 from personalq.serving.requests import ServingError
 
@@ -45,7 +46,8 @@ class UnetVariants:
         """The base's full-precision UNet, read back from its snapshot when it was dropped."""
         unet = self.cache.get(FULL)
         if unet is None:
-            from diffusers import UNet2DConditionModel
+            with DIFFUSERS_IMPORT:
+                from diffusers import UNet2DConditionModel
 
             self._make_room(self.allowance)
             unet = UNet2DConditionModel.from_pretrained(self.snapshot_dir).to(device=self.device, dtype=self.dtype).eval()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from personalq.config import ASSETS_DIR
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.protocols import BaseShapes
 from personalq.store.errors import WeightsRefused
 
@@ -92,7 +93,8 @@ def _header_shapes(path: Path) -> dict[str, tuple[int, ...]]:
 @functools.lru_cache(maxsize=8)
 def _meta_unet(config: tuple[tuple[str, Any], ...]) -> tuple[dict[str, tuple[int, ...]], dict[str, Any]]:
     import torch
-    from diffusers import UNet2DConditionModel
+    with DIFFUSERS_IMPORT:
+        from diffusers import UNet2DConditionModel
 
     with torch.device("meta"):
         unet = UNet2DConditionModel(**dict(config))
@@ -192,7 +194,8 @@ def _check_finite(path: Path, names: list[str]) -> None:
 def _lora_pairs(path: Path, shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     """Serving's view of the LoRA: diffusers' `lora_state_dict` over meta tensors of the file's shapes."""
     import torch
-    from diffusers import StableDiffusionPipeline
+    with DIFFUSERS_IMPORT:
+        from diffusers import StableDiffusionPipeline
 
     from safetensors import safe_open
 
@@ -298,7 +301,8 @@ def _check_dreambooth(name: str, shapes: dict[str, tuple[int, ...]], base: BaseS
 
 def _converted_ldm_unet(name: str, shapes: dict[str, tuple[int, ...]], base: BaseShapes) -> dict[str, tuple[int, ...]]:
     import torch
-    from diffusers.loaders.single_file_utils import convert_ldm_unet_checkpoint
+    with DIFFUSERS_IMPORT:
+        from diffusers.loaders.single_file_utils import convert_ldm_unet_checkpoint
 
     meta = {key: torch.empty(shape, device="meta") for key, shape in shapes.items() if key.startswith("model.diffusion_model.")}
     try:

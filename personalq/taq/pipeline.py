@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from personalq.diffusers_import import DIFFUSERS_IMPORT
 from personalq.taq.activations import CROSS_POINTS, install_activation_quantizers
 from personalq.taq.config import QuantConfig
 from personalq.taq.kernels import int8_quantization_map, use_int8_kernels
@@ -131,7 +132,8 @@ def load_quantized(pipe, directory: str | Path, int8_kernels: bool = True):
     then, with `int8_kernels`, into the CPU kernels' packed layout once.
     """
     from accelerate import init_empty_weights
-    from diffusers import UNet2DConditionModel
+    with DIFFUSERS_IMPORT:
+        from diffusers import UNet2DConditionModel
     from optimum.quanto import requantize
     from safetensors.torch import load_file
 
