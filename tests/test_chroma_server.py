@@ -9,18 +9,15 @@ never see each other's vectors. Skipped where chromadb's `chroma` command is mis
 
 from __future__ import annotations
 
-import shutil
 import threading
-from pathlib import Path
 
 import pytest
 
+from demo_files import copy_demo
 from loopback import chroma_collection, chroma_server, free_port
 
 from personalq.store import RepoStore, StoreError
 from personalq.store.indexes import SERVER_COLLECTION_FILE, server_address, server_collection_name
-
-DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
 
 pytestmark = pytest.mark.slow
 
@@ -37,20 +34,12 @@ def on_server(chroma_url, monkeypatch):
     return chroma_url
 
 
-def _demo(folder: Path, names: list[str]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        for path in DEMO_REPO.glob(f"{name}.*"):
-            shutil.copy(path, folder / path.name)
-    return folder
-
-
 def test_an_import_is_indexed_on_the_server_and_searched_through_it(on_server, tmp_path):
     from personalq.checkin import CheckIn
 
     home = tmp_path / "home"
     with RepoStore.open(home) as store:
-        report = store.import_dir(_demo(tmp_path / "source", ["bag-v1", "bear-v1", "bridge-v1", "cat-v1"]))
+        report = store.import_dir(copy_demo(tmp_path / "source", ["bag-v1", "bear-v1", "bridge-v1", "cat-v1"]))
         assert sorted(report.added) == ["bag-v1", "bear-v1", "bridge-v1", "cat-v1"]
         with chroma_collection(on_server, home) as collection:
             assert sorted(collection.get()["ids"]) == sorted(c.id for c in store.cards())
@@ -68,8 +57,8 @@ def test_an_import_is_indexed_on_the_server_and_searched_through_it(on_server, t
 
 def test_two_stores_on_one_server_do_not_see_each_others_vectors(on_server, tmp_path):
     with RepoStore.open(tmp_path / "alice") as alice, RepoStore.open(tmp_path / "bob") as bob:
-        alice.import_dir(_demo(tmp_path / "a", ["bag-v1", "bear-v1"]))
-        bob.import_dir(_demo(tmp_path / "b", ["bridge-v1"]))
+        alice.import_dir(copy_demo(tmp_path / "a", ["bag-v1", "bear-v1"]))
+        bob.import_dir(copy_demo(tmp_path / "b", ["bridge-v1"]))
         assert {i for i, _ in alice.dense_search("a bridge", 10)} == {"bag-v1", "bear-v1"}
         assert [i for i, _ in bob.dense_search("a green bag", 10)] == ["bridge-v1"]
         bob.reindex()  # clearing one store's collection leaves the other's alone
@@ -123,7 +112,7 @@ def test_an_unreadable_name_file_gives_a_new_valid_name(tmp_path):
 def test_without_the_variable_the_store_keeps_its_embedded_chroma_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("PERSONALQ_CHROMA_URL", raising=False)
     with RepoStore.open(tmp_path / "home") as store:
-        store.import_dir(_demo(tmp_path / "source", ["bag-v1"]))
+        store.import_dir(copy_demo(tmp_path / "source", ["bag-v1"]))
         assert store.dense_search("a green bag", 1)[0][0] == "bag-v1"
     files = {p.name for p in (tmp_path / "home" / "chroma").iterdir()}
     assert "chroma.sqlite3" in files and SERVER_COLLECTION_FILE not in files

@@ -12,20 +12,18 @@ or the `psycopg` driver (requirements-cluster.txt) is missing.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from demo_files import copy_demo
 from loopback import postgresql_server
 
 pytest.importorskip("psycopg")
 
 pytestmark = pytest.mark.slow
-
-DEMO_REPO = Path(__file__).resolve().parents[1] / "assets" / "demo_repo"
 
 
 @pytest.fixture(scope="module")
@@ -34,21 +32,12 @@ def database_url() -> str:
         yield url
 
 
-def _demo(tmp_path: Path, names: list[str]) -> Path:
-    source = tmp_path / "source"
-    source.mkdir(exist_ok=True)
-    for name in names:
-        for path in DEMO_REPO.glob(f"{name}.*"):
-            shutil.copy(path, source / path.name)
-    return source
-
-
 def test_the_store_on_postgresql_imports_lists_marks_and_removes(database_url, tmp_path):
     from personalq.store import RepoStore
 
     home = tmp_path / "shared-home"
     with RepoStore.open(home, database_url=database_url) as store:
-        report = store.import_dir(_demo(tmp_path, ["bag-v1", "bear-v1", "bear-v2"]))
+        report = store.import_dir(copy_demo(tmp_path / "source", ["bag-v1", "bear-v1", "bear-v2"]))
         assert sorted(report.added) == ["bag-v1", "bear-v1", "bear-v2"]
         assert [c.id for c in store.list(category="bear")] == ["bear-v1", "bear-v2"]
         store.mark_broken("bear-v1", "failed on node 1")
@@ -71,7 +60,7 @@ def test_a_node_with_its_own_home_keeps_the_shared_catalog(database_url, tmp_pat
 
     shared = str(tmp_path / "shared-files")
     with RepoStore.open(tmp_path / "node1", database_url=database_url, files_url=shared) as store:
-        store.import_dir(_demo(tmp_path, ["bag-v1"]))
+        store.import_dir(copy_demo(tmp_path / "source", ["bag-v1"]))
     try:
         with RepoStore.open(tmp_path / "node2", database_url=database_url, files_url=shared) as other:
             assert [c.id for c in other.cards()] == ["bag-v1"]
@@ -99,7 +88,7 @@ except StoreError as error:
 
 
 def test_two_nodes_adding_the_same_checkpoint_one_wins_one_is_refused_without_files(database_url, tmp_path):
-    weights = _demo(tmp_path, ["bridge-v1"]) / "bridge-v1.safetensors"
+    weights = copy_demo(tmp_path / "source", ["bridge-v1"]) / "bridge-v1.safetensors"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1"}
     nodes = [subprocess.Popen([sys.executable, "-c", ADD, str(tmp_path / f"node{i}"), database_url, str(weights)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (1, 2)]
