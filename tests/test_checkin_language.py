@@ -4,12 +4,13 @@ ocarinas, batik, pastel, quays, meadows) appears nowhere in personalq/checkin.""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+
+from catalog_checkin import checkin_over
 
 NOW = "2025-06-30T12:00:00Z"
 
@@ -33,14 +34,7 @@ VOCABULARY = ["kite", "ocarina", "batik", "pastel", "quay", "meadow", "gouache"]
 
 @pytest.fixture(scope="module")
 def checkin(tmp_path_factory):
-    from personalq.checkin import CheckIn
-    from personalq.store import RepoStore
-
-    store = RepoStore.open(home=tmp_path_factory.mktemp("language-home"))
-    path = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in CATALOG))
-    assert not store.load_catalog(path).refused
-    return CheckIn(store)
+    return checkin_over(CATALOG, tmp_path_factory, "language")
 
 
 def selects(checkin, text, expected):

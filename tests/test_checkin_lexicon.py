@@ -4,11 +4,11 @@ finds no horse. The catalog here uses none of the Repo-Prompts word lists."""
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
 
+from catalog_checkin import checkin_over
 from personalq.checkin.lexicon import WordNet, wordnet
 from personalq.checkin.vocabulary import CatalogVocabulary
 
@@ -128,14 +128,7 @@ def test_without_wordnet_those_words_stay_unknown():
 
 @pytest.fixture(scope="module")
 def checkin(tmp_path_factory, one_torch_thread):
-    from personalq.checkin import CheckIn
-    from personalq.store import RepoStore
-
-    store = RepoStore.open(home=tmp_path_factory.mktemp("lexicon-home"))
-    path = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in CATALOG))
-    assert not store.load_catalog(path).refused
-    return CheckIn(store)
+    return checkin_over(CATALOG, tmp_path_factory, "lexicon")
 
 
 @pytest.mark.parametrize("text, expected, rewritten", [

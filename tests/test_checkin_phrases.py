@@ -3,9 +3,9 @@ gouache, meadows) appears nowhere in personalq/."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+
+from catalog_checkin import checkin_over
 
 NOW = "2025-06-30T12:00:00Z"
 
@@ -25,14 +25,7 @@ CATALOG = [
 
 @pytest.fixture(scope="module")
 def checkin(tmp_path_factory):
-    from personalq.checkin import CheckIn
-    from personalq.store import RepoStore
-
-    store = RepoStore.open(home=tmp_path_factory.mktemp("exclusion-home"))
-    path = tmp_path_factory.mktemp("catalog") / "catalog.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in CATALOG))
-    assert not store.load_catalog(path).refused
-    return CheckIn(store)
+    return checkin_over(CATALOG, tmp_path_factory, "exclusion")
 
 
 @pytest.mark.parametrize("text, expected", [
