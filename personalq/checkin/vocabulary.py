@@ -137,6 +137,7 @@ class CatalogVocabulary:
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
         self._spellers: dict[frozenset[str], Speller] = {}
         self._style_anchors: np.ndarray | None = None
+        self._style_cache: dict[str, bool] = {}
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -168,8 +169,11 @@ class CatalogVocabulary:
         """Whether an unknown word or phrase reads as a way of making pictures ("graffiti", "anime",
         "pointillism") by meaning: its bare embedding is near a description of what a style is. Without
         an embedder, WordNet's art forms alone decide."""
-        if self.names_art_form(phrase.replace(" ", "_")):
-            return True
+        if phrase not in self._style_cache:  # like `similar`: one embedding per phrase per catalog revision
+            self._style_cache[phrase] = self.names_art_form(phrase.replace(" ", "_")) or self._near_style_anchor(phrase)
+        return self._style_cache[phrase]
+
+    def _near_style_anchor(self, phrase: str) -> bool:
         if self.embedder is None:
             return False
         if self._style_anchors is None:
