@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from personalq.atomic_write import TMP_PREFIX
 from personalq.store.errors import UnsafePathError
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
@@ -108,6 +109,14 @@ def blob_digest(address: Any) -> str | None:
         return None
     match = BLOB_PATTERN.fullmatch(address)
     return match.group(2) if match and match.group(2).startswith(match.group(1)) else None
+
+
+def temporary_blob(address: Any) -> bool:
+    """Whether `address` names a half-written `.tmp-*` file directly in a blob folder (`sha256/<xx>/`),
+    the only other kind of file a repair may delete in a shared place."""
+    parts = address.split("/") if isinstance(address, str) else []
+    return (len(parts) == 3 and parts[0] == BLOBS and len(parts[1]) == 2 and parts[2].startswith(TMP_PREFIX)
+            and ".." not in address and "\\" not in address)
 
 
 def check_blob(address: Any, what: str, checkpoint: bool) -> str:

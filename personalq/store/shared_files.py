@@ -152,10 +152,9 @@ class SharedFiles:
         blobs, temporary = [], []
         for found in sorted(self.fs.find(top)) if self.fs.exists(top) else []:
             relative = found[len(self.root) + 1 :]
-            parts = relative.split("/")
-            if not found.startswith(f"{self.root}/") or len(parts) != 3:
+            if not found.startswith(f"{self.root}/"):
                 continue
-            if parts[2].startswith(TMP_PREFIX) and len(parts[1]) == 2:
+            if paths.temporary_blob(relative):
                 temporary.append(relative)
             elif paths.blob_digest(relative):
                 blobs.append(relative)
@@ -163,10 +162,7 @@ class SharedFiles:
 
     def _remote(self, address: str, temporary_ok: bool = False) -> str:
         """The place's name for an address, which must be a blob address (or, for repairs, a `.tmp-*` in a blob folder)."""
-        parts = address.split("/") if isinstance(address, str) else []
-        is_temporary = temporary_ok and len(parts) == 3 and parts[0] == paths.BLOBS and len(parts[1]) == 2 \
-            and parts[2].startswith(TMP_PREFIX) and ".." not in address and "\\" not in address
-        if not (paths.blob_digest(address) or is_temporary):
+        if not (paths.blob_digest(address) or (temporary_ok and paths.temporary_blob(address))):
             raise UnsafePathError(f"{str(address)[:120]!r} is not a blob address")
         return f"{self.root}/{address}"
 
