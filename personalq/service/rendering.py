@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from personalq.service import images
+from personalq.service.settings import whole_number
 from personalq.setting import quantized_names
 
 QUANTIZED_SETTINGS = tuple(quantized_names())
@@ -107,15 +108,8 @@ def resolve_seed(value: int | float | str | None) -> int:
 
 
 def read_whole(value, name: str, default: int) -> int:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise AppError(f"{name} must be a whole number, got {value!r}") from None
-    if number != int(number):
-        raise AppError(f"{name} must be a whole number, got {value!r}")
-    return int(number)
+    number = whole_number(value, name, AppError)
+    return default if number is None else number
 
 
 def read_guidance(value: float | str | None) -> float | None:

@@ -32,6 +32,19 @@ class SettingsError(ValueError):
     """A settings value that cannot be used; the message is one line for the UI."""
 
 
+def whole_number(value, name: str, error: type[ValueError] = SettingsError) -> int | None:
+    """A whole number from loosely typed input (a form field, an env string, a float from the UI); blank is None."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be a number, got {value!r}") from None
+    if number != int(number):
+        raise error(f"{name} must be a whole number, got {value!r}")
+    return int(number)
+
+
 @dataclass(frozen=True)
 class AppSettings:
     """What a user may change without editing code.
@@ -69,16 +82,7 @@ class AppSettings:
             if name not in _ENV:
                 raise SettingsError(f"unknown setting {name!r}")
             if name in _WHOLE_NUMBERS:
-                if value is None or (isinstance(value, str) and not value.strip()):
-                    value = None
-                else:
-                    try:
-                        number = float(value)
-                    except (TypeError, ValueError):
-                        raise SettingsError(f"{name} must be a number, got {value!r}") from None
-                    if number != int(number):
-                        raise SettingsError(f"{name} must be a whole number, got {value!r}")
-                    value = int(number)
+                value = whole_number(value, name)
                 if value is None and name in _REQUIRED_NUMBERS:
                     continue
             else:
