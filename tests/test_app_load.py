@@ -24,7 +24,7 @@ def _one_session(url: str, number: int) -> dict:
     from gradio_client import Client
 
     client = Client(url, verbose=False)
-    asked = client.predict("my bear in the park", api_name="/select")
+    asked = client.predict("my bear at night", api_name="/select")
     assert asked["action"] == "clarify", asked
     wanted = "bear-v2" if number % 2 else "bear-v1"
     option = next(i for i, o in enumerate(asked["options"]) if o["checkpoint_ids"] == [wanted])

@@ -244,7 +244,7 @@ def test_question_cards_new_request_and_nearest_in_chromium(app_url):
     with sync_playwright() as playwright:
         browser = _browser(playwright)
         page = _page(browser, app_url, width=800)
-        _say(page, "my bear in the park")
+        _say(page, "my bear at night")
         options = page.locator("#options .caption-label")
         expect(options).to_have_count(2)
         question = page.locator("#chat .message").last.inner_text()
@@ -372,7 +372,7 @@ def test_each_named_endpoint_through_gradio_client(app_url, app_assets):  # noqa
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert {"/select", "/answer", "/generate", "/compare", "/upload"} <= set(api)
 
-    asked = client.predict("my bear in the park", api_name="/select")
+    asked = client.predict("my bear at night", api_name="/select")
     assert asked["action"] == "clarify" and len(asked["options"]) == 2
     assert "bear-v" not in asked["message"]
 
@@ -382,7 +382,7 @@ def test_each_named_endpoint_through_gradio_client(app_url, app_assets):  # noqa
 
     realistic = next(i for i, o in enumerate(asked["options"]) if o["checkpoint_ids"] == ["bear-v2"])
     chosen = client.predict(option=realistic, api_name="/answer")
-    assert (chosen["action"], chosen["checkpoint_id"], chosen["prompt"]) == ("select", "bear-v2", "<bear-v2> in the park")
+    assert (chosen["action"], chosen["checkpoint_id"], chosen["prompt"]) == ("select", "bear-v2", "<bear-v2> at night")
 
     image_path, info = client.predict(prompt=chosen["prompt"], checkpoint_id="bear-v2", setting="W8A8", taq=True,
                                       steps=TINY_STEPS, guidance=None, seed=3, api_name="/generate")

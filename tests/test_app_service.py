@@ -140,19 +140,19 @@ def test_first_start_imports_the_demo_repository_once(app_assets, tmp_path):
 
 
 def test_clarify_then_option_selects_and_rewrites(service):
-    reply = service.chat("tab-a", "my bear in the park")
+    reply = service.chat("tab-a", "my bear at night")
     assert reply.action == "clarify" and len(reply.options) == 2
     assert all(o.preview is not None and o.preview.exists() for o in reply.options)
     assert "bear-v" not in reply.message  # the question never shows raw ids
     chosen = next(i for i, o in enumerate(reply.options) if o.checkpoint_ids == ["bear-v2"])
     final = service.answer("tab-a", chosen)
     assert final.action == "select" and final.card.id == "bear-v2"
-    assert final.prompt == "<bear-v2> in the park"  # "my" is the user's word, not the model's
+    assert final.prompt == "<bear-v2> at night"  # "my" is the user's word, not the model's
     assert service.session("tab-a").prompt == final.prompt and not service.session("tab-a").awaiting_answer
 
 
 def test_typed_answer_continues_the_conversation_and_sessions_are_separate(service):
-    assert service.chat("tab-a", "my bear in the park").action == "clarify"
+    assert service.chat("tab-a", "my bear at night").action == "clarify"
     assert service.chat("tab-b", "my dog on the beach").card.id == "dog-v1"
     # tab-b's selection did not answer tab-a's question; tab-a's typed words do.
     assert service.session("tab-a").awaiting_answer

@@ -95,7 +95,7 @@ def ask(checkin, text, **kw):
     ("the oldest dog", "dog-v3"),
     ("my low poly robot", "robot-v1"),                       # open vocabulary: nothing built in
     ("the ukiyo-e teapot", "teapot-v1"),
-    ("a synthwave wyvern over the city", "dragon-v1"),
+    ("a synthwave wyvern over the canyon", "dragon-v1"),
 ])
 def test_each_constraint_type_selects_the_meant_checkpoint(checkin, text, expected):
     result = ask(checkin, text)

@@ -120,10 +120,23 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
 
 
 @pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
-                                         ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch")])
-def test_an_absent_subject_or_style_is_a_no_match_that_names_it(checkin, text, named):
+                                         ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch"),
+                                         ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
+                                         ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor")])
+def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
+
+
+def test_a_setting_the_catalog_lacks_offers_the_subjects_checkpoints(checkin):
+    """"my kite in the rain": the kites fit everything but the rain, so they are what the user is offered."""
+    result = checkin.ask("my kite in the rain", now=NOW)
+    assert result.action == "no_match" and set(result.nearest) == {"kite-1", "kite-2", "kite-3"}, result
+
+
+@pytest.mark.parametrize("text", ["a kite not in the rain", "my kite in a scarf", "my kite at dusk"])
+def test_a_setting_ruled_out_or_a_word_that_names_no_place_is_no_no_match(checkin, text):
+    assert checkin.ask(text, now=NOW).action == "clarify", text
 
 
 @pytest.mark.parametrize("text", ["surprise me", "hi! lets create something cool", "idk just generate a picture"])
@@ -158,7 +171,8 @@ def test_an_ordinary_modifier_is_not_taken_for_a_style(checkin, text):
 
 
 def test_a_setting_is_never_read_as_a_look():
-    """"rain" is near the style "wet on wet" by meaning; after "in the" it names weather, prompt context."""
+    """"rain" is near the style "wet on wet" by meaning; after "in the" it names weather: a setting the
+    catalog lacks (so no checkpoint fits), never the style."""
     from types import SimpleNamespace
 
     from personalq.checkin.intent import parse_intent
@@ -170,7 +184,8 @@ def test_a_setting_is_never_read_as_a_look():
     vocabulary = CatalogVocabulary(cards, default_embedder())
     assert vocabulary.similar("rain")[:2] == ("style", ("wet", "on", "wet"))  # the meaning match the rule must refuse
     now = datetime.fromisoformat(NOW)
-    assert [c.attribute for c in parse_intent("my zither in the rain", vocabulary, now).constraints] == ["subject"]
+    assert [(c.attribute, c.words) for c in parse_intent("my zither in the rain", vocabulary, now).constraints] == [
+        ("subject", "zither"), ("unknown", "rain")]
     assert {c.attribute for c in parse_intent("my rain zither", vocabulary, now).constraints} == {"subject", "style"}
 
 

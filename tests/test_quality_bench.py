@@ -170,7 +170,7 @@ def test_e2e_selects_rewrites_and_serves_every_setting(bench, tmp_path):
             "description": f"a {style} teddy", "created_at": f"2025-0{n}-10", "category": "teddy", "kind": "lora"})
     truth = {"checkpoint_id": "teddy-v2", "requires_clarification": False, "no_match": False, "plausible_ids": [],
              "clarification_answer": None, "final_checkpoint_id": None}
-    requests = [{"instance_id": "r1", "query": "my watercolor teddy in the park", "now": "2026-01-01T00:00:00Z",
+    requests = [{"instance_id": "r1", "query": "my watercolor teddy holding a balloon", "now": "2026-01-01T00:00:00Z",
                  "ground_truth": truth, "subject_words": ["teddy"]}]
     selections = select_all(store, requests)
     by_selector = {s.selector: s for s in selections}

@@ -184,8 +184,8 @@ class CheckIn:
         )
 
     def _no_match(self, request: str, intent: Intent, sets: list[tuple[Constraint, set[str]]], base: set[str]) -> CheckInResult:
-        unknown = next((c for c, _ in sets if c.attribute == "unknown"), None)
-        if unknown is not None:
+        unknown = next((c for c, _ in sets if c.attribute == "unknown" and not c.excluded), None)
+        if unknown is not None and intent.subject is None:  # "my giraffe": nothing to relax towards
             near = [i for i, _ in hybrid_search(self.store, request, 3)] if self.use_retrieval else []
             return CheckInResult("no_match", f"no checkpoint in the repository shows “{unknown.words}”", nearest=near)
         if not base:

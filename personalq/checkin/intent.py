@@ -3,8 +3,8 @@
 Time and version phrases are found first (they contain digits and order-like words), then the
 catalog's own subject, style and place terms (longest first), then description words ("gray",
 "beach"), then ordinary synonyms via the vocabulary's embedder. What is left is prompt context,
-except a leftover noun in the subject slot when no subject was found: that names a subject the
-catalog lacks ("my giraffe"), so nothing can satisfy the request.
+except a leftover that names a subject, a style or a setting the catalog lacks ("my giraffe", "a
+fresco of the dog", "my dog in the rain"): the user asked for it, so nothing can satisfy the request.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         _absent_subject(intent, scan, unknown, vocabulary)
     if "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
+    _absent_setting(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
@@ -159,21 +160,40 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
 
 
+# "a 3d render of the car", "line art lynx", "chalkboard style": a word before a noun for a way of
+# making pictures names that way, whatever the word; "style" alone after it too, since the user says
+# it is one (a synonym the catalog cannot place then reads as absent, as any unplaced style does).
+_MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|drawing|illustration|sketch|print|styled?|aesthetic)\b", re.I)
+
+
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
     words right before the subject that read as a style ("graffiti sled", "anime lynx"),
-    ask for a style the catalog lacks. A word merely before "style" does not: it may be a synonym the
-    catalog cannot place."""
+    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art")."""
     for j in unknown:
         tok = scan.toks[j]
-        if vocabulary.names_art_form(tok.key):
-            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+        medium = _MEDIUM_AFTER.match(scan.text, tok.end)
+        if medium or vocabulary.names_art_form(tok.key):
+            end = medium.end() if medium else tok.end
+            intent.constraints.append(Constraint("unknown", tok.key, scan.text[tok.start:end], tok.start, end))
             return
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
         if vocabulary.looks_like_style(words.lower()):
             intent.constraints.append(Constraint("unknown", words.lower(), words, scan.toks[span[0]].start, scan.toks[span[-1]].end))
+            return
+
+
+def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover place or weather word after "in"/"at"/"on"... ("my dog in the rain", "at the ocean")
+    asks for a setting no checkpoint was trained in; it is a constraint like a known place ("on the
+    beach"), so the answer is a no-match that offers the nearest checkpoints, not any of them silently.
+    A leftover that names no place ("in a poncho", "at dusk") stays prompt context."""
+    for j in unknown:
+        tok = scan.toks[j]
+        if _in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
             return
 
 
@@ -190,8 +210,8 @@ def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> li
     return run
 
 
-# "in the rain", "at the ocean", "by a tram stop": where a noun names the picture's setting. A setting
-# no card names is prompt context ("a lynx over the city"), never a look: "rain" is not watercolor.
+# "in the rain", "at the ocean", "by a tram stop": where a noun names the picture's setting, never a
+# look ("rain" is not watercolor). A setting no card names is one the catalog lacks (_absent_setting).
 _PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over)\s+"
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
@@ -203,7 +223,7 @@ def _in_place_slot(text: str, tok: Token) -> bool:
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"
                         r"(?:\s+\w+){0,3}\s*$", re.I)
 _COORDINATION = re.compile(r"\s*(?:,|/|or|nor|and|,\s*or|,\s*nor|,\s*and)\s*(?:the\s+)?$", re.I)
-_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used"})
+_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "unknown"})
 
 
 # "no the realistic one", "no, that one": a reply's opening "no" turns down the last answer, not a term.
