@@ -56,6 +56,9 @@ def test_the_catalog_vocabulary_appears_nowhere_in_the_checkin_code():
     ("kite from 3/15/2025", "kite-2"),
     ("the kite from september last year", "kite-1"),
     ("an ocarina that is not from 2025", "ocarina-2"),
+    ("the ocarina i used back in may", "ocarina-1"),  # "used" a few words before the date still means last used
+    ("kite made before october last year", "kite-1"),  # a bound on a month of a named year
+    ("kite between august and october last year", "kite-1"),  # "last year" belongs to both months
 ])
 def test_dates_as_people_type_them(checkin, text, expected):
     selects(checkin, text, expected)
@@ -71,6 +74,8 @@ def test_may_the_verb_is_no_month(checkin):
     ("my favourite kite", "kite-1"),
     ("least used kite", "kite-3"),
     ("kite i haven't used yet", "kite-3"),
+    ("which kite do i reach for most", "kite-1"),
+    ("the kite that gets the most use", "kite-1"),
     ("the ocarina i never tried", None),               # every ocarina was used: nothing fits
 ])
 def test_usage_phrases(checkin, text, expected):
@@ -90,6 +95,9 @@ def test_usage_phrases(checkin, text, expected):
     ("the kite before the latest one", "kite-2"),
     ("the previous kite, not the newest one", "kite-2"),
     ("the latest kite except v3", "kite-2"),
+    ("kite, the version right before 3", "kite-2"),
+    ("kite, skip the batik and the pastel ones", "kite-2"),
+    ("kite but not batik... not the pastel one either", "kite-2"),  # two styles ruled out, one after the other
 ])
 def test_relative_and_ordinal_versions(checkin, text, expected):
     selects(checkin, text, expected)
@@ -122,7 +130,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
 @pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch"),
                                          ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
-                                         ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor")])
+                                         ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor"),
+                                         ("my kite in the fog", "fog"), ("the ocarina at the zoo", "zoo")])
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -321,3 +330,32 @@ def test_the_llm_is_not_asked_when_the_rules_read_every_word(checkin, monkeypatc
     monkeypatch.setattr(LiteLLMReranker, "read", lambda self, request, terms: asked.append(request))
     llm_reading(checkin, '{"checkpoint_id": null}').ask("the batik kite", now=NOW)
     assert not asked
+
+
+def test_not_the_newest_rules_that_one_out_and_leaves_the_rest(checkin):
+    """Unlike "the previous kite", "kite, not the newest" does not pick the second newest: two still fit."""
+    result = checkin.ask("kite, not the newest", now=NOW)
+    assert result.action == "clarify" and set(result.plausible_ids) == {"kite-1", "kite-2"}, result.reason
+
+
+def test_a_new_request_after_an_interjection_starts_over(checkin):
+    result = conversation(checkin, "my kite", "ooh an albatross actually")
+    assert result.action == "no_match" and "albatross" in result.reason, result.reason
+
+
+def test_chat_words_are_no_typos_and_art_alone_is_no_style(checkin):
+    assert conversation(checkin, "batik kite", "nope, the gouache one").checkpoint_id == "kite-2"  # not "rope" or "note"
+    assert checkin.ask("lets make art", now=NOW).action == "clarify"
+
+
+def test_a_place_in_a_description_counts_as_that_cards_setting():
+    from types import SimpleNamespace
+
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id="kite-a", category="kite", subject_types=["kite"], style_tags=["batik"], environment=["quay"],
+                             description="A kite above a quay and over a meadow."),
+             SimpleNamespace(id="kite-b", category="kite", subject_types=["kite"], style_tags=["batik"], environment=["meadow"],
+                             description="A kite.")]
+    vocabulary = CatalogVocabulary(cards, embedder=None, lexicon=None)
+    assert vocabulary.terms["environment"][("meadow",)] == {"kite-a", "kite-b"}

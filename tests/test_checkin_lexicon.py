@@ -135,7 +135,7 @@ def checkin(tmp_path_factory, one_torch_thread):
     ("my steed on the prairie", "horse-v1", "<horse-v1> on the prairie"),
     ("the realistic steed", "horse-v2", "the realistic <horse-v2>"),
     ("my timepiece on a velvet cushion", "watch-v1", "<watch-v1> on a velvet cushion"),
-    ("my automaton in a snowstorm", "robot-v1", "<robot-v1> in a snowstorm"),
+    ("my automaton at dawn", "robot-v1", "<robot-v1> at dawn"),
     ("the succulent at dawn", "cactus-v1", "the <cactus-v1> at dawn"),
     ("the kitten on a windowsill", "cat-v1", "the <cat-v1> on a windowsill"),  # the embedder still links what WordNet does not
 ])

@@ -128,6 +128,10 @@ class CheckIn:
             satisfying = satisfying - ids if c.excluded else satisfying & ids
         if len(cues) > 1:
             satisfying = _most_cues(satisfying, cues)
+        if intent.ruled_out_order and len(satisfying) > 1:
+            field_name, pick = intent.ruled_out_order
+            first = (max if pick == "max" else min)(satisfying, key=lambda i: snap.moment(i, field_name))
+            satisfying = satisfying - {first}
         if intent.order and satisfying:
             field_name, pick = intent.order
             # "the one I use most" among checkpoints never used has no answer: a zero count never leads

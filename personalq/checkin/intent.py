@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from personalq.checkin.timewords import find_time_phrases
-from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, Token, tokens
+from personalq.checkin.vocabulary import CHAT_WORDS, STOP_WORDS, CatalogVocabulary, Token, tokens
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
@@ -25,20 +25,24 @@ _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revisio
                    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
 # "the one before v4", "right after number 2": a version named relative to another.
 _VERSION = re.compile(r"(?:\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?:the\s+)?)?" + _VERSION_NUMBER, re.I)
+# "the version right before 4", "the one just after 2": the word "version" or "one" first, the bare number after.
+_VERSION_AROUND = re.compile(r"\b(?:version|revision|one)\s+(?:right\s+|just\s+)?(before|after)\s+(?:v\.?\s?|version\s+|number\s+)?(\d+)\b", re.I)
 # "the previous one", "the one before the latest", "not the newest one": the second in that order.
 _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
-                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
-                     r"(?:but\s+)?not\s+the\s+(?:latest|newest|most\s+recent)(?:\s+one)?)\b", re.I)
+                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?)\b", re.I)
+# "tugboat, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
+_NOT_ORDER = re.compile(r"\b(?:but\s+)?not\s+(?:the|my)\s+(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b", re.I)
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular)\b", re.I)
+                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$)))\b", re.I)  # "do i reach for most"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:it\s+)?$", re.I)
+_USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
 _USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
@@ -70,6 +74,7 @@ class Intent:
     comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
     not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
     unexplained: list[str] = field(default_factory=list)  # content words no rule read (the LLM may parse them)
+    ruled_out_order: tuple[str, str] | None = None  # "not the newest": the first in that order is ruled out
 
     @property
     def subject(self) -> Constraint | None:
@@ -91,13 +96,16 @@ class Intent:
                 and (c.attribute, c.value) not in (wanted if c.excluded else excluded)]
         order = (other.order, other.order_words, other.order_rank) if other.order else (
             (None, "", 0) if other.comparative or "version" in named else (self.order, self.order_words, self.order_rank))
-        return Intent(self.text, [*kept, *other.constraints], *order)
+        return Intent(self.text, [*kept, *other.constraints], *order, ruled_out_order=other.ruled_out_order)
 
     def merged(self, other: Intent) -> Intent:
         """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
+        ruled_out = other.ruled_out_order or self.ruled_out_order
         if other.order:
-            return Intent(self.text, [*self.constraints, *other.constraints], other.order, other.order_words, other.order_rank)
-        return Intent(self.text, [*self.constraints, *other.constraints], self.order, self.order_words, self.order_rank)
+            return Intent(self.text, [*self.constraints, *other.constraints], other.order, other.order_words, other.order_rank,
+                          ruled_out_order=ruled_out)
+        return Intent(self.text, [*self.constraints, *other.constraints], self.order, self.order_words, self.order_rank,
+                      ruled_out_order=ruled_out)
 
 
 _REPLACES = {"subject": {"subject", "unknown"}, "unknown": {"subject", "unknown"}}
@@ -220,7 +228,8 @@ def _in_place_slot(text: str, tok: Token) -> bool:
     return bool(_PLACE_SLOT.search(text[:tok.start]))
 
 
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t)\b"
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
+                        r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}\s*$", re.I)
 _COORDINATION = re.compile(r"\s*(?:,|/|or|nor|and|,\s*or|,\s*nor|,\s*and)\s*(?:the\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "unknown"})
@@ -265,7 +274,8 @@ class _Scan:
         k = j - 1
         while k >= 0 and k in skip:
             k -= 1
-        return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (k == 0 and self.toks[k].key in _OPENING_ARTICLES)
+        opening = all(t.key in CHAT_WORDS for t in self.toks[:k])  # "ooh a unicorn": only chat words before it
+        return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)
 
 
 def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
@@ -280,6 +290,11 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         used = bool(_USED_BEFORE.search(text[:start])) or window.words.lower().startswith("used")
         intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
         take(start, end)
+    for m in _VERSION_AROUND.finditer(text):
+        if not any(taken[m.start():m.end()]):
+            number = int(m.group(2)) + (1 if m.group(1).lower() == "after" else -1)
+            intent.constraints.append(Constraint("version", number, m.group(0), m.start(), m.end()))
+            take(m.start(), m.end())
     for m in _VERSION.finditer(text):
         if not any(taken[m.start():m.end()]):
             intent.constraints.append(Constraint("version", _version_number(m), m.group(0), m.start(), m.end()))
@@ -302,6 +317,10 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         take(m.start(), m.end())
         for other in _ORDER.finditer(text):  # "the previous watch, not the newest one": one order only
             take(other.start(), other.end())
+    m = _NOT_ORDER.search(text)
+    if m and not any(taken[m.start():m.end()]):
+        intent.ruled_out_order = ("created", "min" if m.group(1).lower() in ("oldest", "earliest", "first") else "max")
+        take(m.start(), m.end())
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
         rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1
@@ -389,7 +408,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     deferred = []
     for proposal in sorted(proposals, key=lambda p: -p[0]):
         _, attribute, key, span = proposal
-        if attribute in scan.found or resolved.intersection(span):
+        if resolved.intersection(span) or (attribute in scan.found and not _negated(intent, attribute, scan.text, toks[span[0]])):
             continue
         if attribute == "subject" and not scan.in_subject_slot(span[0]):
             deferred.append(proposal)  # a weaker style or place may yet fill the words before it
@@ -408,6 +427,14 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         tok = toks[j]
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues]
+
+
+def _negated(intent: Intent, attribute: str, text: str, tok: Token) -> bool:
+    """Whether a second term of an attribute may join the first: "not watercolour... not the pixel one"
+    rules out two styles, "not cartoon, watercolour" rules one out and asks for the other."""
+    def ruled_out(start: int) -> bool:
+        return bool(_EXCLUSION.search(text[:start]))
+    return ruled_out(tok.start) or any(c.attribute == attribute and ruled_out(c.start) for c in intent.constraints)
 
 
 def _part_of_term(vocabulary: CatalogVocabulary, tok: Token, found: set[str]) -> bool:

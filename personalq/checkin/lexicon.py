@@ -33,10 +33,11 @@ THING_MIN_DEPTH = 4
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
-# docks) and weather.n.01 (rain, snow): a word below one of them names where or in what weather a
-# picture is set, that is a place. Light and hour ("at sunset", "at dawn") are not: they are lighting
-# for the prompt, which no card is expected to name.
-PLACES = frozenset({27167, 9225146, 9287968, 4341686, 11524662})
+# docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.04 (a mine),
+# atmospheric_phenomenon.n.01 (rain, snow, a storm) and cloud.n.01 (fog, mist): a word below one of
+# them names where or in what weather a picture is set, that is a place. Light and hour ("at
+# sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
+PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 11425580, 11439690})
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -175,8 +176,9 @@ class WordNet:
         return False
 
     def names_art_form(self, word: str) -> bool:
-        """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching")."""
-        return any(ART_FORMS & self.ancestors(sense, 12).keys() for sense in self.usual_senses(word))
+        """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching");
+        "art" itself ("lets make art") names no particular one."""
+        return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
 
     def names_place(self, word: str) -> bool:
         """Whether the word's usual noun sense is a place or weather ("cellar", "ocean", "rain")."""

@@ -33,17 +33,21 @@ _MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
 _HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
-_POINT = rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}})"
+_REL_YEAR = r"(?:of\s+)?(?:last|this)\s+year"
+_DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
+_POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
+          rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year))")
 _NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
 # Order matters: longer, more specific phrases first; each match consumes its characters.
 PATTERNS = [
-    ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
+                           rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
+    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
-    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
     ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(" + _HOLIDAY + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
@@ -125,6 +129,14 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     if re.fullmatch(_MONTH, target, re.I):
         first = _latest_start(_month_number(target), now)
         return first, first + relativedelta(months=1)
+    relative = re.fullmatch(r"(last|this)\s+(week|month|year)", target, re.I)
+    if relative:  # "since last month": from the start of that calendar month
+        unit = relative.group(2).lower()
+        return _span(now - relativedelta(**{unit + "s": relative.group(1).lower() == "last"}), unit)
+    named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
+    if named_year:
+        first = datetime(now.year - target.lower().endswith("last year") * 1, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
+        return first, first + relativedelta(months=1)
     moment = _moment(target, now)
     if moment is None:
         return None
@@ -189,8 +201,9 @@ def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, i
 
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     words = m.group(0).strip()
-    if kind == "between":
-        bounds = _between(m.group(1), m.group(2), now)
+    if kind == "between":  # "between march and september last year": the year belongs to both
+        last = f"{m.group(2)} {m.group(3)}" if m.group(3) and re.fullmatch(_MONTH, m.group(2), re.I) else m.group(2)
+        bounds = _between(m.group(1), last, now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "rolling":
         count = m.group(1).lower()

@@ -30,7 +30,13 @@ DOMAIN_WORDS = frozenset(
     "train created create made make generate use used using want need please like give show pick select "
     "mine look looking kind thing photo photograph pic draw switch change swap".split()
 ) | frozenset("near inside outside atop".split())  # place prepositions sklearn's list lacks
-STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS
+# Chat words no dictionary holds ("nope", "pls", "ur"): a speller must not turn "nope" into a catalog
+# word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
+CHAT_WORDS = frozenset(
+    "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright".split()
+)
+STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS | CHAT_WORDS
 
 # Each attribute's terms and an unknown word are embedded inside one sentence template, which
 # separates true synonyms ("kitty", "manga") from mere neighbours ("giraffe" for horse) far better
@@ -125,6 +131,7 @@ class CatalogVocabulary:
             for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
+        self._places_in_descriptions(cards)
         self._drop_common_cues(len(cards))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
@@ -187,6 +194,19 @@ class CatalogVocabulary:
             words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
             speller = self._spellers[grammar_words] = Speller(words | grammar_words, STOP_WORDS, self.lexicon.is_word if self.lexicon else None)
         return speller.correct(text)
+
+    def _places_in_descriptions(self, cards: Sequence) -> None:
+        """A card whose description sets it in a place another card lists as its environment ("in the
+        snow") has that place too: the environment field often names fewer places than the text."""
+        places = self.terms["environment"]
+        longest = max(map(len, places), default=0)
+        for card in cards:
+            keys = [t.key for t in tokens(card.description)]
+            for size in range(1, longest + 1):
+                for i in range(len(keys) - size + 1):
+                    key = tuple(keys[i:i + size])
+                    if key in places:
+                        places[key].add(card.id)
 
     def _drop_common_cues(self, card_count: int) -> None:
         """A description word most cards share ("samples", "trained") tells no checkpoint apart, so
