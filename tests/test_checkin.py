@@ -103,6 +103,12 @@ def test_each_constraint_type_selects_the_meant_checkpoint(checkin, text, expect
     assert result.card.id == expected
 
 
+def test_a_synonym_that_ends_the_request_is_its_subject_after_an_unknown_modifier(checkin):
+    """"8-bit puppy": "puppy" is not where a subject starts ("bit" is before it), yet it is the head noun."""
+    result = ask(checkin, "8-bit puppy")
+    assert result.plausible_ids and all(i.startswith("dog-") for i in result.plausible_ids), result.reason
+
+
 def test_reason_says_how_a_synonym_was_read(checkin):
     assert "“kitty” (as cat)" in ask(checkin, "my kitty in the garden").reason
 

@@ -359,3 +359,12 @@ def test_a_place_in_a_description_counts_as_that_cards_setting():
                              description="A kite.")]
     vocabulary = CatalogVocabulary(cards, embedder=None, lexicon=None)
     assert vocabulary.terms["environment"][("meadow",)] == {"kite-a", "kite-b"}
+
+
+@pytest.mark.parametrize("messages, expected", [
+    (("batik kite", "the newest one then"), "kite-3"),  # an order word that would pick the same one asks for another
+    (("gouache kite", "ok now that style for the ocarina"), "ocarina-1"),  # "that style" ties it to the earlier request
+])
+def test_follow_ups_that_change_what_was_chosen(checkin, messages, expected):
+    result = conversation(checkin, *messages)
+    assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)

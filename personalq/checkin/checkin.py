@@ -24,7 +24,7 @@ MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
-_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead|actually)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to)\b", re.I)
+_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead|actually)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -339,21 +339,26 @@ class Conversation:
             if narrowed.action != "no_match":
                 return narrowed
             self.intent = before
+        chosen = self.last.checkpoint_id if self.last.action == "select" else None
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
         if self.last.action == "no_match":
             self._drop_earlier(follow)
+        elif chosen and self.last.checkpoint_id == chosen and follow.order and not follow.constraints:
+            self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last
 
-    def _drop_earlier(self, follow: Intent) -> None:
+    def _drop_earlier(self, follow: Intent, other_than: str | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
-        realistic one") drops that constraint: the latest earlier one whose removal lets something fit."""
+        realistic one") drops that constraint: the latest earlier one whose removal lets something fit.
+        An order word that would choose the checkpoint already chosen asks for another one, so an earlier
+        constraint is dropped the same way until it picks `other_than` no more."""
         new = set(map(id, follow.constraints))
         earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")]
         for c in reversed(earlier):
             relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if x is not c])
             result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
-            if result.action != "no_match":
+            if result.action != "no_match" and (other_than is None or result.checkpoint_id != other_than):
                 self.intent, self.last = relaxed, result
                 return
 

@@ -418,8 +418,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         resolved.update(span)
         if attribute != "subject":
             scan.modifiers.update(span)
-    for _, attribute, key, span in deferred:  # "my oil paint grizzly": the subject after its style
-        if "subject" not in scan.found and not resolved.intersection(span) and scan.in_subject_slot(span[0]):
+    for _, attribute, key, span in deferred:  # "my oil paint grizzly": the subject after its style; "8-bit kitty": the head noun
+        if "subject" not in scan.found and not resolved.intersection(span) and (
+                scan.in_subject_slot(span[0]) or (len(span) == 1 and _HEAD_END.match(scan.text, toks[span[0]].end))):
             _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
             scan.found.add(attribute)
             resolved.update(span)
@@ -427,6 +428,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         tok = toks[j]
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues]
+
+
+# What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
+_HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
 
 
 def _negated(intent: Intent, attribute: str, text: str, tok: Token) -> bool:
