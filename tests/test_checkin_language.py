@@ -131,7 +131,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch"),
                                          ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
                                          ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor"),
-                                         ("my kite in the fog", "fog"), ("the ocarina at the zoo", "zoo")])
+                                         ("my kite in the fog", "fog"), ("the ocarina at the zoo", "zoo"),
+                                         ("comic style kite", "comic")])
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -368,3 +369,9 @@ def test_a_place_in_a_description_counts_as_that_cards_setting():
 def test_follow_ups_that_change_what_was_chosen(checkin, messages, expected):
     result = conversation(checkin, *messages)
     assert (result.action, result.checkpoint_id) == ("select", expected), (messages, result.action, result.reason)
+
+
+def test_an_hour_is_lighting_not_a_setting(checkin):
+    """"sunset" is also an atmospheric phenomenon in WordNet; usually it names an hour, so it stays prompt context."""
+    result = checkin.ask("the batik kite at sunset", now=NOW)
+    assert (result.action, result.checkpoint_id) == ("select", "kite-1") and result.rewritten_prompt.endswith("at sunset"), result

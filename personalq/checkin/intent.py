@@ -168,10 +168,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
 
 
-# "a 3d render of the car", "line art lynx", "chalkboard style": a word before a noun for a way of
-# making pictures names that way, whatever the word; "style" alone after it too, since the user says
-# it is one (a synonym the catalog cannot place then reads as absent, as any unplaced style does).
-_MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|drawing|illustration|sketch|print|styled?|aesthetic)\b", re.I)
+# "a 3d render of the car", "line art lynx": a word before a noun for a way of making pictures names
+# that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
+# cannot place, and a no-match would then hide the checkpoint the rest of the request names.
+_MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -205,15 +205,19 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             return
 
 
+_STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
+
+
 def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
-    """The leftover words that directly precede the subject's words ("anime" of "anime lynx")."""
+    """The leftover words that directly precede the subject's words ("anime" of "anime lynx"), or
+    precede it with only "style" between ("comic style lynx")."""
     subject = intent.subject
     if subject is None:
         return []
     run: list[int] = []
     for j in sorted(unknown, reverse=True):
         end = subject.start if not run else scan.toks[run[0]].start
-        if scan.toks[j].end <= end and re.fullmatch(r"[\s\-]*", intent.text[scan.toks[j].end:end]):
+        if scan.toks[j].end <= end and _STYLE_GAP.fullmatch(intent.text[scan.toks[j].end:end]):
             run.insert(0, j)
     return run
 

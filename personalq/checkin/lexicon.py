@@ -38,6 +38,9 @@ ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 # them names where or in what weather a picture is set, that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
 PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 11425580, 11439690})
+# clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
+# usually names an hour or a part of the day is lighting, never a place.
+TIMES = frozenset({15129927, 15113229})
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -181,8 +184,10 @@ class WordNet:
         return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
 
     def names_place(self, word: str) -> bool:
-        """Whether the word's usual noun sense is a place or weather ("cellar", "ocean", "rain")."""
-        return any(PLACES & self.ancestors(sense, 20).keys() for sense in self.usual_senses(word))
+        """Whether the word's usual noun sense is a place or weather ("cellar", "ocean", "rain"), and
+        none an hour ("sunset")."""
+        above = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
+        return any(PLACES & a for a in above) and not any(TIMES & a for a in above)
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)
