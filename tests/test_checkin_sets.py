@@ -107,10 +107,11 @@ def _annotated_ids(catalog: list[dict], annotation: str) -> set[str]:
     return {e["id"] for e in hits}
 
 
-@pytest.mark.parametrize("catalog", CATALOGS)
-def test_expected_answers_follow_from_the_annotated_constraints(catalog):
+@pytest.mark.parametrize("catalog, requests_of", [*((c, requests_of) for c in CATALOGS),
+                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS)])
+def test_expected_answers_follow_from_the_annotated_constraints(catalog, requests_of):
     entries = read_jsonl(catalog_path(catalog))
-    for r in requests_of(catalog):
+    for r in [r for r in requests_of(catalog) if "annotation" in r]:  # the older extra requests carry none
         truth, hits = r["ground_truth"], _annotated_ids(entries, r["annotation"])
         if truth["requires_clarification"]:
             assert hits == set(truth["plausible_ids"]), r["instance_id"]
@@ -120,15 +121,16 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog):
             assert hits == {truth["checkpoint_id"]}, r["instance_id"]
 
 
-def test_atelier_vocabulary_appears_nowhere_in_the_code():
+@pytest.mark.parametrize("catalog", ["atelier", "harbor"])
+def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()
-    for entry in read_jsonl(catalog_path("atelier")):
+    for entry in read_jsonl(catalog_path(catalog)):
         words |= set(entry["subject_types"]) | set(entry["style_tags"]) | set(entry["environment"])
     package = Path(__file__).resolve().parents[1] / "personalq"
     code = " ".join(p.read_text(encoding="utf-8").lower() for p in package.rglob("*.py"))
     leaked = sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", code))
-    assert not leaked, f"the code names atelier words: {leaked}"
+    assert not leaked, f"the code names {catalog} words: {leaked}"
 
 
 def _request(i, kind, checkpoint=None, final=None, classes=(), failing=None):

@@ -30,7 +30,7 @@ _VERSION_AROUND = re.compile(r"\b(?:version|revision|one)\s+(?:right\s+|just\s+)
 # "the previous one", "the one before the latest", "not the newest one": the second in that order.
 _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
                      r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?)\b", re.I)
-# "tugboat, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
+# "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 _NOT_ORDER = re.compile(r"\b(?:but\s+)?not\s+(?:the|my)\s+(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b", re.I)
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
