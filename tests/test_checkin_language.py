@@ -375,3 +375,18 @@ def test_an_hour_is_lighting_not_a_setting(checkin):
     """"sunset" is also an atmospheric phenomenon in WordNet; usually it names an hour, so it stays prompt context."""
     result = checkin.ask("the batik kite at sunset", now=NOW)
     assert (result.action, result.checkpoint_id) == ("select", "kite-1") and result.rewritten_prompt.endswith("at sunset"), result
+
+
+def test_a_pet_ending_is_read_but_a_short_word_never_becomes_a_description_word():
+    from personalq.checkin.spelling import Speller
+
+    assert Speller(["hedgehog"], [], None).correct_word("hedgie") == "hedgehog"   # clipped, with a pet ending
+    assert Speller(["lily", "tree"], [], None, weak=["lily"]).correct_word("lil") is None  # "lil" is no typo of a card's lily
+    assert Speller(["lily", "tree"], [], None, weak=["lily"]).correct_word("tre") == "tree"
+
+
+@pytest.mark.parametrize("text, action", [("the kite with a monocle", "no_match"), ("a kite wearing a crown", "no_match"),
+                                          ("the kite holding a balloon", "clarify")])
+def test_a_detail_after_with_is_a_constraint_and_new_content_is_not(checkin, text, action):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == action, (text, result.action, result.reason)

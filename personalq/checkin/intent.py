@@ -144,6 +144,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     if "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
+    if "subject" in scan.found:
+        _absent_detail(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
@@ -206,6 +208,22 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 
 _STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
+
+
+# "with stripes", "wearing a monocle": what a checkpoint's pictures show, like a description word.
+_DETAIL_SLOT = re.compile(r"\b(?:with|wearing)\s+(?:(?:a|an|the|some|its|his|her|their)\s+)?(?:\w+\s+)?$", re.I)
+
+
+def _absent_detail(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A leftover thing after "with" or "wearing" ("a lynx with stripes") is a detail the user wants the
+    checkpoint to show, as "with a scarf" is where a card has one; when no card has it, nothing fits.
+    What the picture should newly show ("holding a balloon") stays prompt context."""
+    for j in unknown:
+        tok = scan.toks[j]
+        singular = tok.key[:-1] if tok.key.endswith("s") and len(tok.key) > 3 else tok.key
+        if _DETAIL_SLOT.search(scan.text[:tok.start]) and (vocabulary.names_thing(tok.key) or vocabulary.names_thing(singular)):
+            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            return
 
 
 def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:

@@ -18,6 +18,7 @@ from rapidfuzz.process import extract
 _WORD = re.compile(r"[A-Za-z]+")
 MIN_LENGTH = 3
 CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
+DIMINUTIVE_ENDINGS = ("ies", "ie", "ey", "y", "o")  # "walrie" for walrus: a clipped word with a pet ending
 
 
 def max_edits(word: str) -> int:
@@ -26,8 +27,11 @@ def max_edits(word: str) -> int:
 
 
 class Speller:
-    def __init__(self, targets: Iterable[str], known: Iterable[str], is_word: Callable[[str], bool] | None):
+    def __init__(self, targets: Iterable[str], known: Iterable[str], is_word: Callable[[str], bool] | None,
+                 weak: Iterable[str] = ()):
+        """`weak`: targets a three-letter word is never corrected to ("lil" is no typo of a card's "lily")."""
         self.targets = sorted({t.lower() for t in targets if len(t) >= MIN_LENGTH and t.isalpha()})
+        self._weak = {w.lower() for w in weak}
         self._target_set = set(self.targets)
         self._known = self._target_set | {k.lower() for k in known}
         self.is_word = is_word
@@ -50,15 +54,17 @@ class Speller:
         if not best or (len(best) > 1 and best[1][1] == best[0][1]):
             return None
         word, distance, _ = best[0]
-        if len(key) <= MIN_LENGTH and len(word) <= len(key) and sorted(word) != sorted(key):
+        if len(key) <= MIN_LENGTH and (word in self._weak or (len(word) <= len(key) and sorted(word) != sorted(key))):
             return None  # a three-letter word may lack a letter ("tre") or swap two ("teh"), never change one ("idk")
         return word if distance < len(key) - 1 else None
 
     def _clipped(self, key: str) -> str | None:
-        if len(key) < CLIPPED_MIN_LENGTH:
-            return None
-        longer = [t for t in self.targets if t.startswith(key) and len(t) > len(key)]
-        return longer[0] if len(longer) == 1 else None
+        stems = [key] + [key[: -len(end)] for end in DIMINUTIVE_ENDINGS if key.endswith(end)]
+        for stem in stems:
+            longer = [t for t in self.targets if t.startswith(stem) and len(t) > len(key)] if len(stem) >= CLIPPED_MIN_LENGTH else []
+            if len(longer) == 1:
+                return longer[0]
+        return None
 
     def joined(self, text: str) -> str:
         """Two typed words that together spell one target word ("tree house") as that word, unless

@@ -34,7 +34,7 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright".split()
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil".split()
 )
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS | CHAT_WORDS
 
@@ -191,8 +191,10 @@ class CatalogVocabulary:
         """`text` with typos of the catalog's words (and of the request grammar's) corrected."""
         speller = self._spellers.get(grammar_words)
         if speller is None:
-            words = {part for table in self.terms.values() for key in table for part in key} | set(self.cue_words)
-            speller = self._spellers[grammar_words] = Speller(words | grammar_words, STOP_WORDS, self.lexicon.is_word if self.lexicon else None)
+            terms = {part for table in self.terms.values() for key in table for part in key}
+            speller = self._spellers[grammar_words] = Speller(terms | set(self.cue_words) | grammar_words, STOP_WORDS,
+                                                              self.lexicon.is_word if self.lexicon else None,
+                                                              weak=set(self.cue_words) - terms - grammar_words)
         return speller.correct(text)
 
     def _places_in_descriptions(self, cards: Sequence) -> None:
