@@ -564,6 +564,32 @@ def test_opening_rebuilds_a_destroyed_chroma_folder(store, embedder, damage):
     reopened.close()
 
 
+def test_a_chroma_folder_another_process_holds_for_a_moment_is_waited_for_not_rebuilt(store, embedder, monkeypatch):
+    """Chroma answers "pool timed out" while another process holds its database (seen when two
+    processes open one store at once); that folder is busy, not broken, and is never started afresh."""
+    from chromadb.errors import InternalError
+
+    from personalq.store import indexes
+
+    store.add_entry(entry(id="bear-1", description="plush bear"))
+    home = store.home
+    store.close()
+    calls, connect = [], indexes.DenseIndex._connect
+
+    def busy_twice(self):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise InternalError("pool timed out while waiting for an open connection")
+        connect(self)
+
+    monkeypatch.setattr(indexes.DenseIndex, "_connect", busy_twice)
+    monkeypatch.setattr(indexes, "BUSY_RETRY_PAUSES_S", (0.01, 0.01, 0.01))
+    reopened = RepoStore.open(home, embedder=embedder)
+    assert len(calls) == 3 and not reopened._dense.recreated
+    assert reopened.dense_search("plush bear", 1)[0][0] == "bear-1"
+    reopened.close()
+
+
 # ---------------------------------------------------------------- scale
 
 

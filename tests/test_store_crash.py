@@ -172,8 +172,8 @@ def test_opening_a_store_repairs_without_being_asked(tmp_path):
 
 def _add_after_barrier(store: RepoStore | str, source: str, barrier, results) -> None:
     """Add `source` as id `same-id` once the other writer has validated its file too (the issue's race)."""
-    store = open_store(Path(store)) if isinstance(store, str) else store
     try:
+        store = open_store(Path(store)) if isinstance(store, str) else store
         prepared = store._prepare_file(Path(source), {"id": "same-id", "description": f"from {Path(source).name}"},
                                        [Path(source).with_suffix(".png")])
         barrier.wait(30)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -79,6 +80,11 @@ def server_collection_name(directory: Path) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
+# What Chroma says when another process holds its database for the moment; retried, never "broken".
+BUSY = re.compile(r"pool timed out|database is locked|database table is locked|busy", re.I)
+BUSY_RETRY_PAUSES_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
 class DenseIndex:
     """A Chroma collection of L2-normalised description vectors, cosine space.
 
@@ -103,13 +109,28 @@ class DenseIndex:
                 self.close()
                 raise StoreError(f"the Chroma server at {self.server_url} cannot be used: {one_line(error)}") from None
         try:
-            self._connect()
+            self._connect_patiently()
         except Exception:  # a crash can leave Chroma's sqlite/HNSW files unreadable: start afresh
             self.close()
             self._forget_failed_system()
             shutil.rmtree(self.directory, ignore_errors=True)
             self.recreated = True
             self._connect()
+
+    def _connect_patiently(self) -> None:
+        """Connect, waiting out another process that holds Chroma's database at this moment ("pool
+        timed out while waiting for an open connection", "database is locked"): a busy index is no
+        broken one, and starting it afresh would delete the other process's vectors under it."""
+        for pause in BUSY_RETRY_PAUSES_S:
+            try:
+                return self._connect()
+            except Exception as error:
+                if not BUSY.search(str(error)):
+                    raise
+                self.close()
+                self._forget_failed_system()
+                time.sleep(pause)
+        self._connect()
 
     def _forget_failed_system(self) -> None:
         """chromadb 1.5 keeps a client that failed to start cached by path and hands it out again.
