@@ -390,3 +390,48 @@ def test_a_pet_ending_is_read_but_a_short_word_never_becomes_a_description_word(
 def test_a_detail_after_with_is_a_constraint_and_new_content_is_not(checkin, text, action):
     result = checkin.ask(text, now=NOW)
     assert result.action == action, (text, result.action, result.reason)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("my kite", "nvm. do i have an albatross"), "no_match", "albatross"),      # "nvm": start over; "have an X" names a subject
+    (("the kite", "scratch that. the ocarina on the quay"), "select", "ocarina-2"),
+    (("my kite", "actually do i have a walrus"), "no_match", "walrus"),          # "actually" ties nothing to the kite
+    (("kite v1", "one that's newer"), "clarify", None),                          # any newer one, not the next
+])
+def test_starting_over_and_open_follow_ups(checkin, messages, action, expected):
+    result = conversation(checkin, *messages)
+    assert result.action == action, (messages, result.action, result.reason)
+    if action == "select":
+        assert result.checkpoint_id == expected
+    elif action == "no_match":
+        assert expected in result.reason
+    else:
+        assert set(result.plausible_ids) == {"kite-2", "kite-3"}
+
+
+@pytest.mark.parametrize("text", ["something random for my desktop wallpaper", "Dealers choice!"])
+def test_a_purpose_or_a_compound_is_no_absent_subject(checkin, text):
+    assert checkin.ask(text, now=NOW).action == "clarify", text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the ocarina i was using in may", "ocarina-1"),
+    ("kite i never got around to using", "kite-3"),
+    ("ocarina made after winter 2024", "ocarina-1"),       # a bound on a season of a year
+    ("the kite i used on saturday", "kite-2"),             # a weekday: the latest one
+    ("ocarina made around christmas last year", "ocarina-2"),  # near a holiday: its month
+])
+def test_more_time_and_usage_phrasings(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+@pytest.mark.parametrize("text, named", [("the teal kite", "teal"), ("glazed albatross", "albatross")])
+def test_a_colour_no_card_has_or_a_noun_after_a_look_word_is_what_fails(checkin, text, named):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
+
+
+def test_split_words_are_joined_before_typos_are_read():
+    from personalq.checkin.spelling import Speller
+
+    assert Speller(["telescope", "tile"], [], None).correct("tele scope") == "telescope"  # not "tile scope"

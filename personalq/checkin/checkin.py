@@ -24,7 +24,10 @@ MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
-_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead|actually)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
+_SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
+# "nvm", "scratch that", "forget it": the user drops the open request and starts another.
+_START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait)\W+)*(?:nvm|never\s*mind|scratch\s+that|forget\s+(?:it|that|this)|"
+                         r"start\s+over|new\s+request|something\s+else\s+entirely)\b\W*", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -314,6 +317,8 @@ class Conversation:
             return self.ask(reply.label if isinstance(reply, ClarificationOption) else reply)
         asked = self.last.action == "clarify"
         snap = self.checkin.refresh()
+        if isinstance(reply, str) and _START_OVER.match(reply):
+            return self.ask(_START_OVER.sub("", reply, count=1) or reply)
         if asked and isinstance(reply, str):
             m = _PICK_OPTION.match(reply)
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
@@ -344,7 +349,7 @@ class Conversation:
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
         if self.last.action == "no_match":
             self._drop_earlier(follow)
-        elif chosen and self.last.checkpoint_id == chosen and follow.order and not follow.constraints:
+        elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last
 
@@ -399,4 +404,6 @@ class Conversation:
         elif follow.comparative == "newer":
             follow.constraints.append(Constraint("created", TimeWindow("newer", start=chosen.created_at + timedelta(seconds=1)), "newer"))
             follow.order, follow.order_words = ("created", "min"), "newer"
+        if follow.any_comparative:  # "one that's newer": every newer one fits, so several may
+            follow.order, follow.order_words = None, ""
         return follow

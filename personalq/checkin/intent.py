@@ -37,15 +37,18 @@ _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s
                         r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$)))\b", re.I)  # "do i reach for most"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
-_NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|unused|never[\s-]used)\b", re.I)
+_NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
+                         r"never\s+(?:\w+\s+){1,3}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|ran|run)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
-_USE_WORDS = re.compile(r"\b(?:used|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
+_USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
+# "a newer one", "one that's newer", "something older": any of them, not the next one.
+_ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
@@ -72,6 +75,7 @@ class Intent:
     order_words: str = ""
     order_rank: int = 0  # 1: the second in that order ("the previous one")
     comparative: str = ""  # older | newer: than the checkpoint chosen before (a follow-up)
+    any_comparative: bool = False  # "a newer one": any of them, not the next one ("the newer one")
     not_that_one: bool = False  # a follow-up rules out the checkpoint chosen before
     unexplained: list[str] = field(default_factory=list)  # content words no rule read (the LLM may parse them)
     ruled_out_order: tuple[str, str] | None = None  # "not the newest": the first in that order is ruled out
@@ -160,6 +164,12 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if not (scan.in_subject_slot(j, passed) or _THING_OF.search(scan.text[:scan.toks[j].start])):
             continue
         tok = scan.toks[j]
+        if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) and vocabulary.is_noun(scan.toks[j + 1].key):
+            # "pet giraffe", "dealers choice": the last noun is the head
+            passed.add(j)
+            continue
+        if _PURPOSE.search(scan.text[:tok.start]):
+            continue
         if vocabulary.names_thing(tok.key):
             intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
             return
@@ -167,7 +177,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with)\s+(?:(?:a|an|the|my|some)\s+)?$", re.I)
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get)\s+(?:me\s+)?(?=a|an|any|some))"
+                       r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak"
+# "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
+_PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+\s+)?$", re.I)
 
 
 # "a 3d render of the car", "line art lynx": a word before a noun for a way of making pictures names
@@ -215,9 +228,15 @@ _DETAIL_SLOT = re.compile(r"\b(?:with|wearing)\s+(?:(?:a|an|the|some|its|his|her
 
 
 def _absent_detail(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
-    """A leftover thing after "with" or "wearing" ("a lynx with stripes") is a detail the user wants the
-    checkpoint to show, as "with a scarf" is where a card has one; when no card has it, nothing fits.
-    What the picture should newly show ("holding a balloon") stays prompt context."""
+    """A leftover thing after "with" or "wearing" ("a lynx with stripes"), or a colour right before the
+    subject ("the green lynx"), is a detail the user wants the checkpoint to show, as "with a scarf" or
+    "the gray dog" is where a card has it; when no card has it, nothing fits. What the picture should
+    newly show ("holding a balloon") stays prompt context."""
+    before = _right_before_subject(intent, scan, unknown)
+    if before and vocabulary.names_colour(scan.toks[before[-1]].key):
+        tok = scan.toks[before[-1]]
+        intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+        return
     for j in unknown:
         tok = scan.toks[j]
         singular = tok.key[:-1] if tok.key.endswith("s") and len(tok.key) > 3 else tok.key
@@ -352,6 +371,7 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
     m = _COMPARATIVE.search(text)
     if m and not any(taken[m.start():m.end()]):
         intent.comparative = "older" if m.group(1).lower() in ("older", "earlier") else "newer"
+        intent.any_comparative = bool(_ANY_OF.search(text[:m.start()]))
         take(m.start(), m.end())
     m = _THAT_ONE.search(text)
     if m:
@@ -419,6 +439,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
+            if hit and hit[0] != "subject" and _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key):
+                continue  # "embroidered unicorn": the noun that ends the request is what is drawn, no part of a style
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []

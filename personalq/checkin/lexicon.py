@@ -41,6 +41,7 @@ PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121,
 # clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
 # usually names an hour or a part of the day is lighting, never a place.
 TIMES = frozenset({15129927, 15113229})
+COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -188,6 +189,10 @@ class WordNet:
         none an hour ("sunset")."""
         above = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
         return any(PLACES & a for a in above) and not any(TIMES & a for a in above)
+
+    def names_colour(self, word: str) -> bool:
+        """Whether one of the word's usual noun senses is a colour ("green", "beige", not "golden")."""
+        return any(COLOR in self.ancestors(sense, 12) for sense in self.usual_senses(word))
 
     def synset(self, offset: int) -> Synset:
         found = self._synsets.get(offset)

@@ -87,12 +87,12 @@ class Speller:
         return "".join(out) + text[last:]
 
     def correct(self, text: str) -> str:
-        """`text` with each misspelt word replaced by the word it stands for (case of the first letter
-        kept), and split words joined."""
+        """`text` with split words joined, then each misspelt word replaced by the word it stands for
+        (case of the first letter kept)."""
         def fix(m: re.Match) -> str:
             found = self.correct_word(m.group())
             if found is None:
                 return m.group()
             return found.capitalize() if m.group()[0].isupper() else found
 
-        return self.joined(_WORD.sub(fix, text))
+        return _WORD.sub(fix, self.joined(text))  # joined first: "tele scope" is no typo of "tile"

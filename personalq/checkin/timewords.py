@@ -23,7 +23,9 @@ YEAR_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 5, "middle": 5, "la
 # Fixed-date holidays dateparser does not read: (month, day).
 HOLIDAYS = {"christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
             "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentine's day": (2, 14),
-            "valentines day": (2, 14)}
+            "valentines day": (2, 14), "xmas eve": (12, 24), "xmas": (12, 25)}
+_WEEKDAY = "|".join(calendar.day_name)
+_SEASON_YEAR = r"(?:spring|summer|autumn|fall|winter)\s+(?:of\s+)?\d{4}"
 _MONTHS = "|".join(calendar.month_name[1:])
 _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
 _MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
@@ -36,7 +38,7 @@ _HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
 _REL_YEAR = r"(?:of\s+)?(?:last|this)\s+year"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
 _POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
-          rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year))")
+          rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
 _NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
@@ -45,14 +47,17 @@ _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 PATTERNS = [
     ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
-    ("bound", re.compile(rf"\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
-    ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(" + _HOLIDAY + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
+    # "around christmas", "right before xmas last year": near the holiday is its month
+    ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(around\s+|near\s+|about\s+|(?:right|just)\s+(?:before|after)\s+)?(" + _HOLIDAY
+                           + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
     ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
+    ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
@@ -133,6 +138,10 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     if relative:  # "since last month": from the start of that calendar month
         unit = relative.group(2).lower()
         return _span(now - relativedelta(**{unit + "s": relative.group(1).lower() == "last"}), unit)
+    season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})", target, re.I)
+    if season:
+        first = datetime(int(season.group(2)), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
+        return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:
         first = datetime(now.year - target.lower().endswith("last year") * 1, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
@@ -245,6 +254,9 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=4))
     if kind == "holiday":
-        return TimeWindow(words, *_day(_holiday(m.group(1).lower(), m.group(2), now)))
+        day = _holiday(m.group(2).lower(), m.group(3), now)
+        return TimeWindow(words, *(_span(day, "month") if m.group(1) else _day(day)))
+    if kind == "weekday":
+        return TimeWindow(words, *_point_span(m.group(1), now))
     first = datetime(int(m.group(1)), 1, 1, tzinfo=timezone.utc)
     return TimeWindow(words, first, first + relativedelta(years=1))

@@ -172,6 +172,14 @@ class CatalogVocabulary:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
 
+    def is_noun(self, word: str) -> bool:
+        """Whether WordNet knows the word as a noun; without WordNet every word may be one."""
+        return self.lexicon is None or bool(self.lexicon.senses(word))
+
+    def names_colour(self, word: str) -> bool:
+        """Whether an unknown word names a colour; without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_colour(word)
+
     def looks_like_style(self, phrase: str) -> bool:
         """Whether an unknown word or phrase reads as a way of making pictures ("graffiti", "anime",
         "pointillism") by meaning: its bare embedding is near a description of what a style is. Without
