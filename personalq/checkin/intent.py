@@ -149,7 +149,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         _absent_style(intent, scan, unknown, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
     if "subject" in scan.found:
-        _absent_detail(intent, scan, unknown, vocabulary)
+        _absent_colour(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
@@ -223,26 +223,15 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 _STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
 
 
-# "with stripes", "wearing a monocle": what a checkpoint's pictures show, like a description word.
-_DETAIL_SLOT = re.compile(r"\b(?:with|wearing)\s+(?:(?:a|an|the|some|its|his|her|their)\s+)?(?:\w+\s+)?$", re.I)
-
-
-def _absent_detail(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
-    """A leftover thing after "with" or "wearing" ("a lynx with stripes"), or a colour right before the
-    subject ("the green lynx"), is a detail the user wants the checkpoint to show, as "with a scarf" or
-    "the gray dog" is where a card has it; when no card has it, nothing fits. What the picture should
-    newly show ("holding a balloon") stays prompt context."""
+def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """A colour right before the subject ("the green lynx") is how the user's subject looks, as "the
+    gray dog" is where a card has a gray one; when no card has it, nothing fits. What the picture
+    should newly show ("wearing sunglasses", "with a party hat") stays prompt context, as the
+    Repo-Prompts spec has it."""
     before = _right_before_subject(intent, scan, unknown)
     if before and vocabulary.names_colour(scan.toks[before[-1]].key):
         tok = scan.toks[before[-1]]
         intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
-        return
-    for j in unknown:
-        tok = scan.toks[j]
-        singular = tok.key[:-1] if tok.key.endswith("s") and len(tok.key) > 3 else tok.key
-        if _DETAIL_SLOT.search(scan.text[:tok.start]) and (vocabulary.names_thing(tok.key) or vocabulary.names_thing(singular)):
-            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
-            return
 
 
 def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
