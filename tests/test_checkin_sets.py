@@ -16,6 +16,8 @@ from personalq.eval.checkin_sets import (
     CATALOGS,
     EXTRA,
     EXTRA_CATALOGS,
+    HOLDOUT,
+    HOLDOUT_CATALOGS,
     SEED,
     catalog_path,
     load_split,
@@ -47,7 +49,8 @@ def test_committed_split_is_the_seeded_draw(catalog):
 
 
 @pytest.mark.parametrize("catalog, requests_of", [*((c, requests_of) for c in CATALOGS),
-                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS)])
+                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS),
+                                                  *((c, lambda c: load_split(c, HOLDOUT)) for c in HOLDOUT_CATALOGS)])
 def test_every_expected_answer_names_checkpoints_of_its_catalog(catalog, requests_of):
     ids = {row["id"] for row in read_jsonl(catalog_path(catalog))}
     requests = requests_of(catalog)
@@ -108,7 +111,8 @@ def _annotated_ids(catalog: list[dict], annotation: str) -> set[str]:
 
 
 @pytest.mark.parametrize("catalog, requests_of", [*((c, requests_of) for c in CATALOGS),
-                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS)])
+                                                  *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS),
+                                                  *((c, lambda c: load_split(c, HOLDOUT)) for c in HOLDOUT_CATALOGS)])
 def test_expected_answers_follow_from_the_annotated_constraints(catalog, requests_of):
     entries = read_jsonl(catalog_path(catalog))
     for r in [r for r in requests_of(catalog) if "annotation" in r]:  # the older extra requests carry none
@@ -121,7 +125,7 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
             assert hits == {truth["checkpoint_id"]}, r["instance_id"]
 
 
-@pytest.mark.parametrize("catalog", ["atelier", "harbor", "grove"])
+@pytest.mark.parametrize("catalog", ["atelier", "harbor", "grove", "loft"])
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()
@@ -206,6 +210,7 @@ def test_bench_select_scores_dev_alone_per_catalog(tmp_path, monkeypatch):
         assert scores["requests"] == len(load_split(catalog, "dev"))
         assert sum(c["requests"] for c in scores["classes"].values()) >= scores["requests"]
     assert named_sets(EXTRA) == [(c, EXTRA) for c in EXTRA_CATALOGS]  # tuning requests beside the frozen split
+    assert named_sets(HOLDOUT) == [(c, HOLDOUT) for c in HOLDOUT_CATALOGS]
     assert set(named_sets("all")) == {(c, s) for c in CATALOGS for s in ("dev", "test")}
     bad = CliRunner().invoke(app, ["bench", "select", "--split", "train"])
     assert bad.exit_code == 1 and "--split train" in bad.output

@@ -86,7 +86,7 @@ def chat(now: NowOption = None, home: HomeOption = None, llm_model: LlmOption = 
         _show(result, as_json=False)
 
 
-SPLIT_CHOICES = ("dev", "test", "all", "extra", "none")
+SPLIT_CHOICES = ("dev", "test", "all", "extra", "holdout", "none")
 
 
 def _read_requests(prompts: Path) -> list[dict]:
@@ -153,7 +153,7 @@ def _write_predictions(target: Path, predictions) -> None:
 def bench_select(
     catalog: Annotated[Optional[Path], typer.Option("--catalog", help="Repo-Prompts catalog JSONL (docs/repo-prompts.md).")] = None,
     prompts: Annotated[Optional[Path], typer.Option("--prompts", help="Repo-Prompts request JSONL (with --catalog).")] = None,
-    split: Annotated[str, typer.Option("--split", help="Hand-written sets to score: dev, test, all (dev and test apart), extra (more tuning requests) or none.")] = "all",
+    split: Annotated[str, typer.Option("--split", help="Hand-written sets to score: dev, test, all (dev and test apart), extra (more tuning requests), holdout (only scored, like test) or none.")] = "all",
     now: NowOption = None,
     method: Annotated[str, typer.Option("--method", help="random|dense|bm25|hybrid|checkin|checkin-llm|all")] = "checkin",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write one prediction per request (JSONL).")] = None,

@@ -27,6 +27,12 @@ EXTRA = "extra"
 """More tuning requests, written after the test split was first scored (its failures unread), over the
 two catalogs, `workshop`, `harbor` and `grove`; read freely, like dev. Not part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove")
+HOLDOUT = "holdout"
+"""195 requests a third helper wrote without seeing the code, over the two catalogs and `loft`, a sixth;
+like test, only ever scored (their failures are not read), so a later session can measure again what
+strangers type on requests no tuning saw."""
+HOLDOUT_CATALOGS = ("demo", "atelier", "loft")
+BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
 def catalog_path(catalog: str) -> Path:
@@ -35,16 +41,16 @@ def catalog_path(catalog: str) -> Path:
 
 def load_split(catalog: str, split: str) -> list[dict]:
     """The requests of one catalog's split, in file order."""
-    if not ((catalog in CATALOGS and split in SPLITS) or (catalog in EXTRA_CATALOGS and split == EXTRA)):
-        raise ValueError(f"unknown set {catalog}/{split}: catalogs {', '.join(CATALOGS)}, splits {', '.join(SPLITS)}, "
-                         f"or {', '.join(EXTRA_CATALOGS)} with {EXTRA}")
+    if not ((catalog in CATALOGS and split in SPLITS) or catalog in BESIDE_THE_SPLIT.get(split, ())):
+        beside = "; ".join(f"{', '.join(catalogs)} with {name}" for name, catalogs in BESIDE_THE_SPLIT.items())
+        raise ValueError(f"unknown set {catalog}/{split}: catalogs {', '.join(CATALOGS)}, splits {', '.join(SPLITS)}, or {beside}")
     return read_jsonl(DATA / catalog / f"{split}.jsonl")
 
 
 def named_sets(split: str) -> list[tuple[str, str]]:
-    """(catalog, split) pairs a `--split` choice scores: dev, test, all (dev and test apart) or extra."""
-    if split == EXTRA:
-        return [(catalog, EXTRA) for catalog in EXTRA_CATALOGS]
+    """(catalog, split) pairs a `--split` choice scores: dev, test, all (dev and test apart), extra or holdout."""
+    if split in BESIDE_THE_SPLIT:
+        return [(catalog, split) for catalog in BESIDE_THE_SPLIT[split]]
     return [(catalog, part) for catalog in CATALOGS for part in (SPLITS if split == "all" else (split,))]
 
 
