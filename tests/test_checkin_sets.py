@@ -214,3 +214,29 @@ def test_bench_select_scores_dev_alone_per_catalog(tmp_path, monkeypatch):
     assert set(named_sets("all")) == {(c, s) for c in CATALOGS for s in ("dev", "test")}
     bad = CliRunner().invoke(app, ["bench", "select", "--split", "train"])
     assert bad.exit_code == 1 and "--split train" in bad.output
+
+
+def test_bench_select_compares_with_a_baseline_request_by_request(tmp_path, monkeypatch):
+    from personalq.cli import app
+
+    monkeypatch.setenv("PERSONALQ_HOME", str(tmp_path / "home"))
+    first = CliRunner().invoke(app, ["bench", "select", "--split", "dev", "--method", "random", "--out", str(tmp_path / "r.jsonl")])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(app, ["bench", "select", "--split", "dev", "--method", "random", "--baseline", str(tmp_path / "r.jsonl")])
+    assert again.exit_code == 0, again.output
+    assert again.output.count("only now 0, only before 0, exact McNemar p = 1") == len(CATALOGS)  # seeded: the same answers
+    missing = CliRunner().invoke(app, ["bench", "select", "--split", "dev", "--baseline", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 1 and "--baseline: no predictions at" in missing.output
+
+
+def test_all_the_way_accuracy_carries_its_interval_and_a_paired_comparison_counts_each_side():
+    from personalq.eval.checkin_bench import paired_with, wilson_interval
+
+    low, high = wilson_interval(57, 66)
+    assert 0.75 < low < 57 / 66 < high < 0.94 and wilson_interval(0, 0) is None
+    requests = [_request(i, "no_match") for i in range(4)]
+    now = [Prediction(f"r{i}", "no_match" if i < 3 else "select", None, "select", None, 1.0) for i in range(4)]
+    before = [Prediction(f"r{i}", "no_match" if i == 3 else "select", None, "select", None, 1.0) for i in range(4)]
+    paired = paired_with(requests, now, before)
+    assert (paired["right"], paired["baseline_right"], paired["only_now"], paired["only_baseline"]) == (3, 1, 3, 1)
+    assert paired["mcnemar_p"] == pytest.approx(0.625)

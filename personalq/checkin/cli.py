@@ -141,6 +141,21 @@ def _bench_store(catalog_file: Path, home: Path | None, k: int, quiet: bool):
     return store, CheckIn(store, k=k), {c.id: c.trigger for c in store.cards()}
 
 
+def _per_set(path: Path, set_name: str, method: str, sets: list, methods: list) -> Path:
+    """--out/--baseline name one file per set and method when a run has several: out.<set>.<method>.jsonl."""
+    parts = ([set_name.replace("/", "-")] if len(sets) > 1 else []) + ([method] if len(methods) > 1 else [])
+    return path.with_name(".".join([path.stem, *parts]) + path.suffix) if parts else path
+
+
+def _read_predictions(path: Path) -> list:
+    from personalq.eval.checkin_bench import Prediction, read_jsonl
+
+    try:
+        return [Prediction(**row) for row in read_jsonl(path)]
+    except (OSError, ValueError, TypeError) as error:  # missing, not JSONL, or not rows --out wrote
+        _fail(f"--baseline {path}: {type(error).__name__}: {error}")
+
+
 def _write_predictions(target: Path, predictions) -> None:
     from dataclasses import asdict
 
@@ -162,6 +177,8 @@ def bench_select(
     k: Annotated[int, typer.Option("--k")] = 10,
     llm_model: LlmOption = None,
     threads: Annotated[int, typer.Option("--threads", help="Torch CPU threads (the latency target is for one core).")] = 1,
+    baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Predictions an earlier run wrote with --out (same name): "
+                                                     "compare request by request (exact McNemar).")] = None,
 ) -> None:
     """Score selection methods on Repo-Prompts (--catalog/--prompts) and on the hand-written dev and test sets,
     per catalog: every score of the spec, latency, and accuracy per phrase class."""
@@ -169,7 +186,8 @@ def bench_select(
 
     import torch
 
-    from personalq.eval.checkin_bench import METHODS, class_accuracy, format_class_table, format_table, make_method, run_method, score
+    from personalq.eval.checkin_bench import (METHODS, class_accuracy, format_class_table, format_table, make_method, paired_with,
+                                              run_method, score)
     from personalq.checkin.rerank import ENV_MODEL
 
     torch.set_num_threads(threads)
@@ -181,6 +199,11 @@ def bench_select(
     model = llm_model or os.environ.get(ENV_MODEL)
     if method == "checkin-llm" and not model:
         _fail(f"checkin-llm needs --llm-model or ${ENV_MODEL}")
+    if baseline is not None:  # refused before any set runs, not after the first
+        for set_name, _, _ in sets:
+            for name in methods:
+                if not _per_set(baseline, set_name, name, sets, methods).is_file():
+                    _fail(f"--baseline: no predictions at {_per_set(baseline, set_name, name, sets, methods)}")
     stores: dict[Path, tuple] = {}
     report: dict[str, dict[str, dict]] = {}
     for set_name, catalog_file, requests in sets:
@@ -196,8 +219,9 @@ def bench_select(
             if set_name != "repo-prompts":
                 rows[name]["classes"] = class_accuracy(requests, predictions)
             if out is not None:
-                parts = ([set_name.replace("/", "-")] if len(sets) > 1 else []) + ([name] if len(methods) > 1 else [])
-                _write_predictions(out.with_name(".".join([out.stem, *parts]) + out.suffix) if parts else out, predictions)
+                _write_predictions(_per_set(out, set_name, name, sets, methods), predictions)
+            if baseline is not None:
+                rows[name]["paired"] = paired_with(requests, predictions, _read_predictions(_per_set(baseline, set_name, name, sets, methods)))
         report[set_name] = rows
     if as_json:
         typer.echo(json.dumps(report, indent=1))
@@ -205,6 +229,11 @@ def bench_select(
     for set_name, rows in report.items():
         typer.echo(f"\n## {set_name} ({next(iter(rows.values()))['requests']} requests)\n")
         typer.echo(format_table(rows))
+        for name, scores in rows.items():
+            if "paired" in scores:
+                paired = scores["paired"]
+                typer.echo(f"\n{name} against --baseline, right all the way: {paired['baseline_right']} -> {paired['right']}; "
+                           f"only now {paired['only_now']}, only before {paired['only_baseline']}, exact McNemar p = {paired['mcnemar_p']:.2g}")
         if set_name != "repo-prompts":
             typer.echo("\n" + format_class_table(rows))
     if method == "all" and not model:

@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from personalq.checkin.checkin import CheckIn, CheckInResult, _utc
 from personalq.checkin.intent import parse_intent
 from personalq.checkin.retrieval import hybrid_search
+from personalq.eval.paired_stats import mcnemar
 
 METHODS = ("random", "dense", "bm25", "hybrid", "checkin", "checkin-llm")
 SCORES = ("single_accuracy", "ambiguity_recall", "ambiguity_precision", "post_clarification_accuracy",
-          "no_match_recall", "no_match_precision", "no_match_reason_accuracy", "decision_accuracy", "rewrite_accuracy",
-          "latency_ms_p50", "latency_ms_p95")
+          "no_match_recall", "no_match_precision", "no_match_reason_accuracy", "decision_accuracy", "all_the_way_accuracy",
+          "all_the_way_ci95", "rewrite_accuracy", "latency_ms_p50", "latency_ms_p95")
 WARMUP_REQUESTS = 20
 
 
@@ -135,6 +137,28 @@ def request_correct(request: dict, prediction: Prediction) -> bool:
     return prediction.action == "select" and prediction.checkpoint_id == truth["checkpoint_id"]
 
 
+def wilson_interval(hits: int, total: int) -> list[float] | None:
+    """The 95% Wilson score interval of hits/total: a set of 60 requests cannot tell 0.90 from 0.95."""
+    if not total:
+        return None
+    interval = stats.binomtest(hits, total).proportion_ci(0.95, method="wilson")
+    return [float(interval.low), float(interval.high)]
+
+
+def paired_with(requests: list[dict], predictions: Iterable[Prediction], baseline: Iterable[Prediction]) -> dict:
+    """Right all the way, request by request, against a baseline's predictions on the same requests:
+    how many each got right, how many only one got right, and the exact McNemar p-value of that split."""
+    now, before = {p.instance_id: p for p in predictions}, {p.instance_id: p for p in baseline}
+    missing = [r["instance_id"] for r in requests if r["instance_id"] not in before]
+    if missing:
+        raise ValueError(f"the baseline has no prediction for {len(missing)} request(s), e.g. {missing[0]}")
+    new = [request_correct(r, now[r["instance_id"]]) for r in requests]
+    old = [request_correct(r, before[r["instance_id"]]) for r in requests]
+    test = mcnemar(new, old)
+    return {"right": sum(new), "baseline_right": sum(old), "only_now": test.only_a, "only_baseline": test.only_b,
+            "mcnemar_p": test.p_value}
+
+
 def names_failing_constraint(request: dict, prediction: Prediction) -> bool:
     """The no-match reason names the constraint that failed (any of the words the request lists for it)."""
     reason = prediction.reason.lower()
@@ -188,6 +212,7 @@ def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dic
                 rewrite_ok += triggers[pred.checkpoint_id] in text and not any(
                     w.lower() in text.replace(triggers[pred.checkpoint_id], "").lower() for w in req["subject_words"])
     latencies = np.array([p.latency_ms for p in by_id.values()])
+    right = sum(request_correct(req, by_id[req["instance_id"]]) for req in requests)
     return {
         "requests": len(requests),
         "single_accuracy": _ratio(single_ok, single),
@@ -198,6 +223,8 @@ def score(requests: list[dict], predictions: Iterable[Prediction], triggers: dic
         "no_match_precision": _ratio(nm_found, nm_total),
         "no_match_reason_accuracy": _ratio(named_ok, named),
         "decision_accuracy": _ratio(decision_ok, len(requests)),
+        "all_the_way_accuracy": _ratio(right, len(requests)),
+        "all_the_way_ci95": wilson_interval(right, len(requests)),
         "rewrite_accuracy": _ratio(rewrite_ok, rewrites),
         "latency_ms_p50": float(np.percentile(latencies, 50)) if len(latencies) else None,
         "latency_ms_p95": float(np.percentile(latencies, 95)) if len(latencies) else None,
@@ -212,7 +239,12 @@ def format_table(rows: dict[str, dict]) -> str:
         cells = []
         for key in SCORES:
             value = scores.get(key)
-            cells.append("" if value is None else (f"{value:.1f}" if key.startswith("latency") else f"{value:.3f}"))
+            if value is None:
+                cells.append("")
+            elif isinstance(value, list):
+                cells.append(f"{value[0]:.2f}-{value[1]:.2f}")
+            else:
+                cells.append(f"{value:.1f}" if key.startswith("latency") else f"{value:.3f}")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
