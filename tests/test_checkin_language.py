@@ -434,3 +434,18 @@ def test_split_words_are_joined_before_typos_are_read():
     from personalq.checkin.spelling import Speller
 
     assert Speller(["telescope", "tile"], [], None).correct("tele scope") == "telescope"  # not "tile scope"
+
+
+def test_a_sibling_is_no_synonym_for_a_style_or_a_place():
+    """MiniLM puts "ocean" near beach and "anime" near cartoon; WordNet knows neither is the other or a
+    kind of it, so neither stands for it. "woods" is forest in WordNet, and still is here."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.vocabulary import CatalogVocabulary
+    from personalq.store.embedder import default_embedder
+
+    cards = [SimpleNamespace(id=f"kite-{n}", category="kite", subject_types=["kite"], style_tags=[style], environment=[place],
+                             description="A kite.") for n, (style, place) in enumerate([("cartoon", "beach"), ("batik", "forest")])]
+    vocabulary = CatalogVocabulary(cards, default_embedder())
+    assert vocabulary.similar("ocean") is None and vocabulary.similar("anime") is None
+    assert vocabulary.similar("woods")[:2] == ("environment", ("forest",))

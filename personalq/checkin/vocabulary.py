@@ -318,6 +318,8 @@ class CatalogVocabulary:
             if margin < best_margin or float(self._bare_vectors[attribute][top] @ bare) < BARE_MEANING_FLOOR:
                 continue
             key = keys[top]
+            if attribute != "subject" and self._siblings(phrase, self.labels[(attribute, key)]):
+                continue
             if attribute == "subject" and key not in self.categories:
                 # An ordinary word is usually the general noun: prefer the category when it scores nearly as well.
                 for i in np.argsort(-scores)[1:6]:
@@ -326,6 +328,19 @@ class CatalogVocabulary:
                         break
             best, best_margin = (attribute, key, margin), margin
         return best
+
+    def _siblings(self, phrase: str, label: str) -> bool:
+        """Whether WordNet knows both as nouns and neither as the other or a kind of it: the ocean is no
+        beach and anime no cartoon, though MiniLM puts each pair as near as sea and shore. Adjectives
+        and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder."""
+        lex = self.lexicon
+        if lex is None:
+            return False
+        mine, theirs = lex.usual_senses(phrase.replace(" ", "_")), lex.senses(label.replace(" ", "_"))
+        if not mine or not theirs:
+            return False
+        reach = LEXICON_MAX_UP
+        return not any(a == b or b in lex.ancestors(a, reach) or a in lex.ancestors(b, reach) for a in mine for b in theirs)
 
     def _lexicon_index(self) -> dict[int, set[tuple[str, ...]]]:
         """The WordNet senses of the catalog's subject terms, each term's senses chosen by its own cards."""
