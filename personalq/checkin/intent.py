@@ -220,9 +220,6 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             return
 
 
-_STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
-
-
 def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A colour right before the subject ("the green lynx") is how the user's subject looks, as "the
     gray dog" is where a card has a gray one; when no card has it, nothing fits. What the picture
@@ -232,6 +229,9 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     if before and vocabulary.names_colour(scan.toks[before[-1]].key):
         tok = scan.toks[before[-1]]
         intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+
+
+_STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
 
 
 def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
@@ -441,7 +441,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     deferred = []
     for proposal in sorted(proposals, key=lambda p: -p[0]):
         _, attribute, key, span = proposal
-        if resolved.intersection(span) or (attribute in scan.found and not _negated(intent, attribute, scan.text, toks[span[0]])):
+        if resolved.intersection(span) or (attribute in scan.found and not _may_add_second(intent, attribute, scan.text, toks[span[0]])):
             continue
         if attribute == "subject" and not scan.in_subject_slot(span[0]):
             deferred.append(proposal)  # a weaker style or place may yet fill the words before it
@@ -467,7 +467,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
 
 
-def _negated(intent: Intent, attribute: str, text: str, tok: Token) -> bool:
+def _may_add_second(intent: Intent, attribute: str, text: str, tok: Token) -> bool:
     """Whether a second term of an attribute may join the first: "not watercolour... not the pixel one"
     rules out two styles, "not cartoon, watercolour" rules one out and asks for the other."""
     def ruled_out(start: int) -> bool:

@@ -33,7 +33,7 @@ THING_MIN_DEPTH = 4
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
-# docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.04 (a mine),
+# docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # atmospheric_phenomenon.n.01 (rain, snow, a storm) and cloud.n.01 (fog, mist): a word below one of
 # them names where or in what weather a picture is set, that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.

@@ -137,14 +137,15 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     relative = re.fullmatch(r"(last|this)\s+(week|month|year)", target, re.I)
     if relative:  # "since last month": from the start of that calendar month
         unit = relative.group(2).lower()
-        return _span(now - relativedelta(**{unit + "s": relative.group(1).lower() == "last"}), unit)
+        return _span(now - relativedelta(**{unit + "s": int(relative.group(1).lower() == "last")}), unit)
     season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})", target, re.I)
     if season:
         first = datetime(int(season.group(2)), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:
-        first = datetime(now.year - target.lower().endswith("last year") * 1, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
+        year = now.year - int(target.lower().endswith("last year"))
+        first = datetime(year, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=1)
     moment = _moment(target, now)
     if moment is None:
