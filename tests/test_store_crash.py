@@ -25,8 +25,7 @@ from personalq.store import RepoStore, StoreError
 from personalq.store.consistency import compare, stored_files
 from tests.test_store import kohya_lora_sd15, modelspec_header, write_checkpoint, write_png
 
-FORK = multiprocessing.get_context("fork")
-# Import children fork from a clean server process, not from this one: once this process has opened a
+# Child processes fork from a clean server process, not from this one: once this process has opened a
 # store it holds Chroma's client (native threads, a connection pool), which a fork can inherit mid-use.
 # The server preloads diffusers' modules the weights checks use, so a child's adds start at once and
 # the kills spread over them (importing those in each child took most of the run: every kill landed
@@ -206,13 +205,11 @@ def test_of_two_concurrent_adds_of_one_id_exactly_one_wins(tmp_path, monkeypatch
             shared = open_store(home)  # the app's worker threads share one store
             runners = [threading.Thread(target=_add_after_barrier, args=(shared, str(s), barrier, results)) for s in sources]
         else:
-            # Forked children must not import: a fork of a process with threads (Chroma's, the threads
-            # case's) can inherit an import lock held at that instant and hang. The weights checks'
-            # diffusers names are imported here, once, as the rest of the suite has done by now.
-            from diffusers import StableDiffusionPipeline, UNet2DConditionModel  # noqa: F401
-
-            barrier, results = FORK.Barrier(2), FORK.Queue()
-            runners = [FORK.Process(target=_add_after_barrier, args=(str(home), str(s), barrier, results)) for s in sources]
+            # Children of the clean server, not forks of this process: a fork of a process with threads
+            # (Chroma's, the threads case's) can inherit a lock held at that instant and hang; one did
+            # in CI (no result, its partner's barrier broke after 30 s).
+            barrier, results = CLEAN.Barrier(2), CLEAN.Queue()
+            runners = [CLEAN.Process(target=_add_after_barrier, args=(str(home), str(s), barrier, results)) for s in sources]
         for runner in runners:
             runner.start()
         for runner in runners:
