@@ -227,6 +227,9 @@ def test_bench_select_compares_with_a_baseline_request_by_request(tmp_path, monk
     assert again.output.count("only now 0, only before 0, exact McNemar p = 1") == len(CATALOGS)  # seeded: the same answers
     missing = CliRunner().invoke(app, ["bench", "select", "--split", "dev", "--baseline", str(tmp_path / "none.jsonl")])
     assert missing.exit_code == 1 and "--baseline: no predictions at" in missing.output
+    (tmp_path / "r.demo-dev.jsonl").write_text((tmp_path / "r.demo-dev.jsonl").read_text().splitlines()[0] + "\n")
+    short = CliRunner().invoke(app, ["bench", "select", "--split", "dev", "--method", "random", "--baseline", str(tmp_path / "r.jsonl")])
+    assert short.exit_code == 1 and "the baseline has no prediction for" in short.output and "Traceback" not in short.output
 
 
 def test_all_the_way_accuracy_carries_its_interval_and_a_paired_comparison_counts_each_side():

@@ -221,7 +221,10 @@ def bench_select(
             if out is not None:
                 _write_predictions(_per_set(out, set_name, name, sets, methods), predictions)
             if baseline is not None:
-                rows[name]["paired"] = paired_with(requests, predictions, _read_predictions(_per_set(baseline, set_name, name, sets, methods)))
+                try:
+                    rows[name]["paired"] = paired_with(requests, predictions, _read_predictions(_per_set(baseline, set_name, name, sets, methods)))
+                except ValueError as error:  # predictions of other requests
+                    _fail(f"--baseline: {error}")
         report[set_name] = rows
     if as_json:
         typer.echo(json.dumps(report, indent=1))
