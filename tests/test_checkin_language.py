@@ -96,6 +96,15 @@ def test_usage_phrases(checkin, text, expected):
     ("the previous kite, not the newest one", "kite-2"),
     ("the latest kite except v3", "kite-2"),
     ("kite, the version right before 3", "kite-2"),
+    ("kite 2", "kite-2"),                       # a bare number ending the request
+    ("kite 2.0", "kite-2"),
+    ("kite_v3", "kite-3"),                      # typed as a file name
+    ("kite, take 2", "kite-2"),
+    ("kite mk3", "kite-3"),
+    ("kite II", "kite-2"),
+    ("next to last kite", "kite-2"),
+    ("the newest but one kite", "kite-2"),
+    ("my og kite", "kite-1"),
     ("kite, skip the batik and the pastel ones", "kite-2"),
     ("kite but not batik... not the pastel one either", "kite-2"),  # two styles ruled out, one after the other
 ])

@@ -21,15 +21,21 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
              "eighteenth", "nineteenth", "twentieth"]
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-_VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.)\s*(?:number\s+|no\.\s*)?(\d+|"
+_VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.|take|mk|mark|gen|generation|round|"
+                   r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+|"
                    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
+# "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
+_TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]))")
+_ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
+_ROMAN_VALUES = {"II": 2, "III": 3, "IV": 4, "VI": 6, "VII": 7, "VIII": 8, "IX": 9}
 # "the one before v4", "right after number 2": a version named relative to another.
 _VERSION = re.compile(r"(?:\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?:the\s+)?)?" + _VERSION_NUMBER, re.I)
 # "the version right before 4", "the one just after 2": the word "version" or "one" first, the bare number after.
 _VERSION_AROUND = re.compile(r"\b(?:version|revision|one)\s+(?:right\s+|just\s+)?(before|after)\s+(?:v\.?\s?|version\s+|number\s+)?(\d+)\b", re.I)
 # "the previous one", "the one before the latest", "not the newest one": the second in that order.
 _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
-                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?)\b", re.I)
+                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
+                     r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 _NOT_ORDER = re.compile(r"\b(?:but\s+)?not\s+(?:the|my)\s+(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b", re.I)
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
@@ -39,7 +45,7 @@ _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
                          r"never\s+(?:\w+\s+){1,3}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
-_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original)\b", re.I)
+_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
@@ -137,7 +143,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     """`answer=True` parses a reply to a clarification question: no subject slot to fill there.
 
     Typos are corrected first, so every later step reads "horse" where "hrose" was typed."""
-    text = vocabulary.correct(text, _GRAMMAR_WORDS)
+    text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
     intent = Intent(text)
     taken = _time_version_order(intent, now)
     scan = _Scan(text, [replace(t, key=vocabulary.base_form(t.key)) for t in tokens(text) if not any(taken[t.start:t.end])])
@@ -331,6 +337,12 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
             take(m.start(), m.end())
             if m.group(6) and m.group(6).lower() not in STOP_WORDS:  # "the second tree version": the subject stays
                 taken[m.start(6):m.end(6)] = [False] * (m.end(6) - m.start(6))
+    for pattern, numeral in ((_TRAILING_NUMBER, int), (_ROMAN, _ROMAN_VALUES.get)):
+        for m in pattern.finditer(text):
+            word = re.search(r"(\w+)\W*$", text[:m.start(1)])
+            if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS:
+                intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))
+                take(m.start(1), m.end())
     for m in _NEVER_USED.finditer(text):
         if not any(taken[m.start():m.end()]):
             intent.constraints.append(Constraint("never_used", True, m.group(0), m.start(), m.end()))
