@@ -458,3 +458,31 @@ def test_a_sibling_is_no_synonym_for_a_style_or_a_place():
     vocabulary = CatalogVocabulary(cards, default_embedder())
     assert vocabulary.similar("ocean") is None and vocabulary.similar("anime") is None
     assert vocabulary.similar("woods")[:2] == ("environment", ("forest",))
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the kite as a cartoon",), "no_match", {"cartoon"}),                  # "as a X": how it is drawn
+    (("any kite but the newest",), "clarify", {"kite-1", "kite-2"}),
+    (("kite but not the meadow ones, im sick of meadows",), "select", {"kite-3"}),  # a later plain mention stays ruled out
+    (("kite v1", "the next one up"), "select", {"kite-2"}),
+    (("batik kite", "same but on the quay"), "no_match", {"quay", "batik"}),  # "same" keeps the batik, so nothing fits
+    (("batik kite", "no, on the quay"), "select", {"kite-3"}),              # without it the batik gives way
+])
+def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected):
+    result = conversation(checkin, *messages)
+    assert result.action == action, (messages, result.action, result.reason)
+    if action == "no_match":
+        assert any(word in result.reason for word in expected), result.reason
+    else:
+        assert set(result.plausible_ids) == expected, result.reason
+
+
+def test_a_wordnet_synonym_of_a_place_is_that_place():
+    from types import SimpleNamespace
+
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id="kite-a", category="kite", subject_types=["kite"], style_tags=["batik"], environment=["meadow"],
+                             description="A kite.")]
+    vocabulary = CatalogVocabulary(cards, embedder=None)  # WordNet alone: "hayfield" and "meadow" are one synset
+    assert vocabulary.similar("hayfield")[:2] == ("environment", ("meadow",))

@@ -25,6 +25,9 @@ _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
+# "same but on the beach": everything else stays, even when nothing then fits ("same style but the
+# bowl" keeps only the style).
+_KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait)\W+)*(?:nvm|never\s*mind|scratch\s+that|forget\s+(?:it|that|this)|"
                          r"start\s+over|new\s+request|something\s+else\s+entirely)\b\W*", re.I)
@@ -347,7 +350,7 @@ class Conversation:
         chosen = self.last.checkpoint_id if self.last.action == "select" else None
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
-        if self.last.action == "no_match":
+        if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
             self._drop_earlier(follow)
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"

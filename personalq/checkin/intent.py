@@ -37,7 +37,9 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
-_NOT_ORDER = re.compile(r"\b(?:but\s+)?not\s+(?:the|my)\s+(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b", re.I)
+_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
+_NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s+" + _ENDS + ")", re.I)
+_ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
                         r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
@@ -52,7 +54,7 @@ _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
-_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later)\b(?:\s+(?:one|version))?", re.I)
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
 # "a newer one", "one that's newer", "something older": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
@@ -195,6 +197,10 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
 
 
+# "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
+_AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
+
+
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
     words right before the subject that read as a style ("graffiti sled", "anime lynx"),
@@ -202,7 +208,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     for j in unknown:
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
-        if medium or vocabulary.names_art_form(tok.key):
+        depicted_as = _AS_A.search(scan.text[:tok.start]) and vocabulary.looks_like_style(tok.key)
+        if medium or depicted_as or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             intent.constraints.append(Constraint("unknown", tok.key, scan.text[tok.start:end], tok.start, end))
             return
@@ -291,7 +298,8 @@ def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constrain
         out.append(c)
         if c.start >= 0:
             previous = c
-    return out
+    ruled_out = {(c.attribute, c.value) for c in out if c.excluded}  # "not the cellar ones, im sick of cellars"
+    return [c for c in out if c.excluded or (c.attribute, c.value) not in ruled_out]
 
 
 @dataclass
@@ -359,10 +367,10 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         take(m.start(), m.end())
         for other in _ORDER.finditer(text):  # "the previous watch, not the newest one": one order only
             take(other.start(), other.end())
-    m = _NOT_ORDER.search(text)
-    if m and not any(taken[m.start():m.end()]):
-        intent.ruled_out_order = ("created", "min" if m.group(1).lower() in ("oldest", "earliest", "first") else "max")
-        take(m.start(), m.end())
+    m = _NOT_ORDER.search(text) or _ANY_BUT_ORDER.search(text)
+    if m and not any(taken[m.start(1):m.end(1)]):
+        intent.ruled_out_order = ("created", "min" if m.group(2).lower() in ("oldest", "earliest", "first") else "max")
+        take(m.start(1), m.end(1))
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
         rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1

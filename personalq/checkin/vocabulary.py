@@ -242,7 +242,7 @@ class CatalogVocabulary:
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
-                lexical = self._by_lexicon(phrase)
+                lexical = self._by_lexicon(phrase) or self._same_synset(phrase)
                 if found is None:
                     found = lexical
                 elif lexical is not None and lexical[1] in self.categories and self.term_categories[found[1]] == {lexical[1]}:
@@ -364,6 +364,18 @@ class CatalogVocabulary:
                     self._parent_terms.setdefault(parent, set()).add(key)
         self._sense_terms = sense_terms
         return sense_terms
+
+    def _same_synset(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """A style or place term the word shares a WordNet sense with ("underground" and "metro" are
+        one synset), which the embedder did not place."""
+        if self.lexicon is None:
+            return None
+        mine = set(self.lexicon.usual_senses(phrase.replace(" ", "_")))
+        for attribute in ("style", "environment"):
+            for key in self.terms[attribute]:
+                if mine & set(self.lexicon.senses(self.labels[(attribute, key)].replace(" ", "_"))):
+                    return attribute, key, LEXICON_STRENGTH
+        return None
 
     def _by_lexicon(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The subject term WordNet says a word names: the closest link, if it points into one category."""
