@@ -26,7 +26,7 @@ _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
 # "same but on the beach": everything else stays, even when nothing then fits ("same style but the
-# bowl" keeps only the style).
+# lynx" keeps only the style).
 _KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait)\W+)*(?:nvm|never\s*mind|scratch\s+that|forget\s+(?:it|that|this)|"
