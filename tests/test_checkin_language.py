@@ -141,7 +141,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
                                          ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor"),
                                          ("my kite in the fog", "fog"), ("the ocarina at the zoo", "zoo"),
-                                         ("comic style kite", "comic")])
+                                         ("comic style kite", "comic"), ("my kite in anime style", "anime"),
+                                         ("the ocarina on a boat", "boat")])
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)

@@ -199,6 +199,7 @@ _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|dra
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
 _AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
+_STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -208,7 +209,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     for j in unknown:
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
-        depicted_as = _AS_A.search(scan.text[:tok.start]) and vocabulary.looks_like_style(tok.key)
+        depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         if medium or depicted_as or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             intent.constraints.append(Constraint("unknown", tok.key, scan.text[tok.start:end], tok.start, end))

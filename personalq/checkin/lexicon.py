@@ -34,10 +34,11 @@ THING_MIN_DEPTH = 4
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
+# vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
 # atmospheric_phenomenon.n.01 (rain, snow, a storm) and cloud.n.01 (fog, mist): a word below one of
 # them names where or in what weather a picture is set, that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
-PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 11425580, 11439690})
+PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690})
 # clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
 # usually names an hour or a part of the day is lighting, never a place.
 TIMES = frozenset({15129927, 15113229})
