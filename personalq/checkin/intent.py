@@ -179,7 +179,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if _PURPOSE.search(scan.text[:tok.start]):
             continue
         if vocabulary.names_thing(tok.key):
-            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
         passed.add(j)
 
@@ -218,7 +218,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
         if vocabulary.looks_like_style(words.lower()):
-            intent.constraints.append(Constraint("unknown", words.lower(), words, scan.toks[span[0]].start, scan.toks[span[-1]].end))
+            _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
 
 
@@ -230,7 +230,7 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     for j in unknown:
         tok = scan.toks[j]
         if _in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key):
-            intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+            _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
 
 
@@ -242,7 +242,7 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     before = _right_before_subject(intent, scan, unknown)
     if before and vocabulary.names_colour(scan.toks[before[-1]].key):
         tok = scan.toks[before[-1]]
-        intent.constraints.append(Constraint("unknown", tok.key, tok.text, tok.start, tok.end))
+        _add(intent, ("unknown", tok.key), [tok], exact=True)
 
 
 _STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
@@ -505,7 +505,7 @@ def _part_of_term(vocabulary: CatalogVocabulary, tok: Token, found: set[str]) ->
     return hit is not None and hit[0] not in found and hit[0] != "subject" and len(hit[1]) > 1 and tok.key in hit[1]
 
 
-def _add(intent: Intent, hit: tuple[str, tuple[str, ...]], span: list[Token], exact: bool) -> None:
+def _add(intent: Intent, hit: tuple[str, object], span: list[Token], exact: bool) -> None:
     start, end = span[0].start, span[-1].end
     intent.constraints.append(Constraint(hit[0], hit[1], intent.text[start:end], start, end, exact))
 
