@@ -25,8 +25,8 @@ SPLITS = ("dev", "test")
 SEED = 22
 EXTRA = "extra"
 """More tuning requests, written after the test split was first scored (its failures unread), over the
-two catalogs, `workshop`, `harbor`, `grove` and `pier`; read freely, like dev. Not part of the frozen split."""
-EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier")
+two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault` and `dune`; read freely, like dev. Not part of the frozen split."""
+EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune")
 HOLDOUT = "holdout"
 """195 requests a third helper wrote without seeing the code, over the two catalogs and `loft`, a sixth;
 like test, only ever scored (their failures are not read), so a later session can measure again what
