@@ -142,7 +142,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("my kite in the rain", "rain"), ("the ocarina at the harbor", "harbor"),
                                          ("my kite in the fog", "fog"), ("the ocarina at the zoo", "zoo"),
                                          ("comic style kite", "comic"), ("my kite in anime style", "anime"),
-                                         ("the ocarina on a boat", "boat")])
+                                         ("the ocarina on a boat", "boat"), ("the ocarina at the circus", "circus"),
+                                         ("my kite on the subway", "subway")])  # a place in a rarer sense
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -154,7 +155,8 @@ def test_a_setting_the_catalog_lacks_offers_the_subjects_checkpoints(checkin):
     assert result.action == "no_match" and set(result.nearest) == {"kite-1", "kite-2", "kite-3"}, result
 
 
-@pytest.mark.parametrize("text", ["a kite not in the rain", "my kite in a scarf", "my kite at dusk"])
+@pytest.mark.parametrize("text", ["a kite not in the rain", "my kite in a scarf", "my kite at dusk", "my kite on fire",
+                                  "my kite in the light"])
 def test_a_setting_ruled_out_or_a_word_that_names_no_place_is_no_no_match(checkin, text):
     assert checkin.ask(text, now=NOW).action == "clarify", text
 

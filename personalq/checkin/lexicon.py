@@ -42,6 +42,9 @@ PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121,
 # clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
 # usually names an hour or a part of the day is lighting, never a place.
 TIMES = frozenset({15129927, 15113229})
+# substance.n.01, phenomenon.n.01 (light), illumination.n.01 (the dark), happening.n.01 (a fire):
+# a word usually naming one of them is how the picture looks, even if a rare sense is a place.
+NO_SETTINGS = frozenset({19613, 34213, 13983147, 7283608})
 COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
@@ -186,10 +189,16 @@ class WordNet:
         return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
 
     def names_place(self, word: str) -> bool:
-        """Whether the word's usual noun sense is a place or weather ("cellar", "ocean", "rain"), and
-        none an hour ("sunset")."""
-        above = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
-        return any(PLACES & a for a in above) and not any(TIMES & a for a in above)
+        """Whether one of the word's noun senses is a place or weather ("cellar", "ocean", "rain"; "the
+        circus" is usually a company, yet an arena too, and a request sets a picture in it), and none of
+        its usual senses is an hour ("sunset") or a substance, light or event ("in paint", "in the light",
+        "on fire")."""
+        usual = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
+        if any(TIMES & a for a in usual):
+            return False
+        if any(PLACES & a for a in usual):
+            return True
+        return not any(NO_SETTINGS & a for a in usual) and any(PLACES & self.ancestors(sense, 20).keys() for sense in self.senses(word))
 
     def names_colour(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a colour ("green", "beige", not "golden")."""
