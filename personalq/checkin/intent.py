@@ -423,7 +423,8 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
-                and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS:
+                and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS \
+                and not vocabulary.names_creature(toks[i].key):  # "giraffe sticker": what is drawn, not how
             scan.used.add(i)
             scan.modifiers.add(i)
 

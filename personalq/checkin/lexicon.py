@@ -28,6 +28,7 @@ _SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", 
 # WordNet 3.0 noun synset offsets: physical_entity.n.01 and imaginary_being.n.01.
 PHYSICAL_ENTITY = 1930
 IMAGINARY_BEING = 9483738
+ORGANISM = 4475  # organism.n.01: animals, people, plants
 THING_MIN_DEPTH = 4
 # art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
 # a word below one of them names a way of making images, that is a style.
@@ -182,6 +183,11 @@ class WordNet:
             if above.get(PHYSICAL_ENTITY, 0) >= THING_MIN_DEPTH or IMAGINARY_BEING in above:
                 return True
         return False
+
+    def names_creature(self, word: str) -> bool:
+        """Whether the word's usual noun sense is a living or imaginary being ("giraffe", "griffin"):
+        never a medium, as "pencil" or "felt" may be."""
+        return any(ORGANISM in a or IMAGINARY_BEING in a for a in (self.ancestors(s, 20) for s in self.usual_senses(word)))
 
     def names_art_form(self, word: str) -> bool:
         """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching");

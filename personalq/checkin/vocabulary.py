@@ -164,6 +164,10 @@ class CatalogVocabulary:
         without WordNet every word is taken to."""
         return self.lexicon is None or self.lexicon.names_thing(word)
 
+    def names_creature(self, word: str) -> bool:
+        """Whether an unknown word names an animal, a person, a plant or an imaginary being; without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_creature(word)
+
     def names_art_form(self, word: str) -> bool:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
