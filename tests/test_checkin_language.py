@@ -144,7 +144,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("comic style kite", "comic"), ("my kite in anime style", "anime"),
                                          ("the ocarina on a boat", "boat"), ("the ocarina at the circus", "circus"),
                                          ("my kite on the subway", "subway"),  # a place in a rarer sense
-                                         ("walrus batik", "walrus"), ("my albatross gouache", "albatross")])  # a creature before a style
+                                         ("walrus batik", "walrus"), ("my albatross gouache", "albatross"),  # a creature before a style
+                                         ("a walrus swimming", "walrus")])  # "swimming" is no head noun
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)

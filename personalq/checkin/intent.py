@@ -172,8 +172,9 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if not (scan.in_subject_slot(j, passed) or _THING_OF.search(scan.text[:scan.toks[j].start])):
             continue
         tok = scan.toks[j]
-        if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) and vocabulary.is_noun(scan.toks[j + 1].key):
-            # "pet giraffe", "dealers choice": the last noun is the head
+        after = scan.toks[j + 1].key if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else ""
+        if after and vocabulary.is_noun(after) and not (after.endswith("ing") and not vocabulary.names_thing(after)):
+            # "pet giraffe", "dealers choice": the last noun is the head; "a wolf howling" has a verb there
             passed.add(j)
             continue
         if _PURPOSE.search(scan.text[:tok.start]):

@@ -54,6 +54,9 @@ SPELLING_MIN_RATIO = 0.85
 # keeps only the senses its own cards agree on, those within LEXICON_SENSE_DEPTH steps of a sense of
 # the category (or sub-type) named beside it: cats that are tabby cats are not WordNet's "guy" sense.
 LEXICON_MAX_UP = 3
+# A subject the embedder puts near a catalog subject is turned down when WordNet files both as kinds
+# of one thing at most SIBLING_UP steps up and neither as the other (wolf and dog, donkey and horse).
+SIBLING_UP = 2
 LEXICON_SENSE_DEPTH = 5
 # With an embedder, the link must also point into one of the word's LEXICON_NEAR_CATEGORIES
 # nearest categories by meaning (each category ranked by its closest term): a sense check on WordNet.
@@ -322,7 +325,7 @@ class CatalogVocabulary:
             if margin < best_margin or float(self._bare_vectors[attribute][top] @ bare) < BARE_MEANING_FLOOR:
                 continue
             key = keys[top]
-            if attribute != "subject" and self._siblings(phrase, self.labels[(attribute, key)]):
+            if self._siblings(phrase, self.labels[(attribute, key)], subject=attribute == "subject"):
                 continue
             if attribute == "subject" and key not in self.categories:
                 # An ordinary word is usually the general noun: prefer the category when it scores nearly as well.
@@ -333,18 +336,26 @@ class CatalogVocabulary:
             best, best_margin = (attribute, key, margin), margin
         return best
 
-    def _siblings(self, phrase: str, label: str) -> bool:
+    def _siblings(self, phrase: str, label: str, subject: bool = False) -> bool:
         """Whether WordNet knows both as nouns and neither as the other or a kind of it: the ocean is no
         beach and anime no cartoon, though MiniLM puts each pair as near as sea and shore. Adjectives
-        and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder."""
+        and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder.
+
+        A subject is turned down only when some sense of the word and of the term are kinds of one
+        same thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so an equine like a horse) and no sense links them: WordNet files many
+        a synonym far apart ("kitten" under young mammals, "human" under hominids), so for subjects
+        only a true sibling is evidence."""
         lex = self.lexicon
         if lex is None:
             return False
-        mine, theirs = lex.usual_senses(phrase.replace(" ", "_")), lex.senses(label.replace(" ", "_"))
+        word = phrase.replace(" ", "_")
+        mine, theirs = (lex.senses(word) if subject else lex.usual_senses(word)), lex.senses(label.replace(" ", "_"))
         if not mine or not theirs:
             return False
         reach = LEXICON_MAX_UP
-        return not any(a == b or b in lex.ancestors(a, reach) or a in lex.ancestors(b, reach) for a in mine for b in theirs)
+        if any(a == b or b in lex.ancestors(a, reach) or a in lex.ancestors(b, reach) for a in mine for b in theirs):
+            return False
+        return not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs)
 
     def _lexicon_index(self) -> dict[int, set[tuple[str, ...]]]:
         """The WordNet senses of the catalog's subject terms, each term's senses chosen by its own cards."""
