@@ -422,6 +422,17 @@ def test_starting_over_and_open_follow_ups(checkin, messages, action, expected):
         assert set(result.plausible_ids) == {"kite-2", "kite-3"}
 
 
+@pytest.mark.parametrize("messages, plausible", [
+    (("kite on the quay", "ok different thing entirely: something in gouache"), {"kite-2", "ocarina-1"}),
+    (("the batik kite", "new one: anything on the quay"), {"kite-3", "ocarina-2"}),
+    (("the batik kite", "actually scrap that - anything on the quay"), {"kite-3", "ocarina-2"}),
+])
+def test_a_reply_that_says_it_starts_over_keeps_nothing_of_the_earlier_request(checkin, messages, plausible):
+    """Without the opening words each reply would refine the kite request and pick one kite."""
+    result = conversation(checkin, *messages)
+    assert result.action == "clarify" and set(result.plausible_ids) == plausible, (messages, result.reason)
+
+
 @pytest.mark.parametrize("text", ["something random for my desktop wallpaper", "Dealers choice!"])
 def test_a_purpose_or_a_compound_is_no_absent_subject(checkin, text):
     assert checkin.ask(text, now=NOW).action == "clarify", text

@@ -29,8 +29,10 @@ _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(
 # lynx" keeps only the style).
 _KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
-_START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait)\W+)*(?:nvm|never\s*mind|scratch\s+that|forget\s+(?:it|that|this)|"
-                         r"start\s+over|new\s+request|something\s+else\s+entirely)\b\W*", re.I)
+_START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
+                         r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
+                         r"(?:something|a)\s+(?:else|(?:totally\s+|completely\s+)?different(?:\s+thing)?)\s+entirely|(?:totally\s+|completely\s+)?different\s+thing(?:\s+entirely)?)\b\W*|"
+                         r"(?:(?:something|a|an)\s+)?(?:totally\s+|completely\s+)?(?:new|different|else|unrelated|another)(?:\s+(?:one|thing|request|question))?\s*[:\-]\W*)", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
