@@ -493,6 +493,13 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
         assert set(result.plausible_ids) == expected, result.reason
 
 
+@pytest.mark.parametrize("messages, action, expected", [
+    (("any kite except the meadow ones and the pastel",), "no_match", {"meadow", "pastel"}),  # the list goes on past "ones"
+])
+def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

@@ -276,7 +276,8 @@ def _in_place_slot(text: str, tok: Token) -> bool:
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}\s*$", re.I)
-_COORDINATION = re.compile(r"\s*(?:,|/|or|nor|and|,\s*or|,\s*nor|,\s*and)\s*(?:the\s+)?$", re.I)
+# "except cartoon or pixel", "except the fjord ones and the X"; not "not the watercolor one, the realistic X"
+_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "unknown"})
 
 
