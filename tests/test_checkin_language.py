@@ -495,6 +495,7 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
 
 @pytest.mark.parametrize("messages, action, expected", [
     (("any kite except the meadow ones and the pastel",), "no_match", {"meadow", "pastel"}),  # the list goes on past "ones"
+    (("kite, not the one i never used",), "clarify", {"kite-1", "kite-2"}),  # "never used" can be ruled out too
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

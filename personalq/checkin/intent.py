@@ -278,7 +278,7 @@ _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without
                         r"(?:\s+\w+){0,3}\s*$", re.I)
 # "except cartoon or pixel", "except the fjord ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
-_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "unknown"})
+_EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
 
 # "no the realistic one", "no, that one": a reply's opening "no" turns down the last answer, not a term.
