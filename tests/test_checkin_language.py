@@ -501,6 +501,24 @@ def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expe
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
 
 
+def test_a_catalog_term_is_read_before_its_words_become_description_words():
+    """"scaly" alone is the look a description's "scales" names; in the catalog's "scaly zither" it is that term."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.intent import parse_intent
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id="zither-1", category="zither", subject_types=["zither", "scaly zither"], style_tags=["batik"],
+                             environment=["cellar"], description="A zither; samples show scales."),
+             SimpleNamespace(id="zither-2", category="zither", subject_types=["zither"], style_tags=["pastel"],
+                             environment=["quay"], description="A zither.")]
+    vocabulary = CatalogVocabulary(cards, embedder=None)
+    now = datetime.fromisoformat(NOW)
+    assert [(c.attribute, c.value) for c in parse_intent("my scaly zither", vocabulary, now).constraints] == [
+        ("subject", ("scaly", "zither"))]
+    assert [(c.attribute, c.value) for c in parse_intent("a scaly one", vocabulary, now).constraints] == [("cue", "scale")]
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

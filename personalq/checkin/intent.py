@@ -148,8 +148,10 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
     intent = Intent(text)
     taken = _time_version_order(intent, now)
-    scan = _Scan(text, [replace(t, key=vocabulary.base_form(t.key)) for t in tokens(text) if not any(taken[t.start:t.end])])
+    scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
+    # "striped" reads as a card's "stripes" only once the catalog's own terms ("scaly anteater") are taken
+    scan.toks = [t if j in scan.used else replace(t, key=vocabulary.base_form(t.key)) for j, t in enumerate(scan.toks)]
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
         _absent_subject(intent, scan, unknown, vocabulary)
