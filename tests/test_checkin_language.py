@@ -519,6 +519,23 @@ def test_a_catalog_term_is_read_before_its_words_become_description_words():
     assert [(c.attribute, c.value) for c in parse_intent("a scaly one", vocabulary, now).constraints] == [("cue", "scale")]
 
 
+def test_a_compound_noun_names_a_subject_even_when_one_of_its_words_is_a_description_word():
+    """"record player" is WordNet's synonym of the cards' "phonograph", though "record" is also in a description."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.intent import parse_intent
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id=f"gramophone-{n}", category="gramophone", subject_types=["gramophone", "phonograph"],
+                             style_tags=[style], environment=["cellar"], description="A gramophone playing a record.")
+             for n, style in enumerate(["batik", "pastel"])]
+    cards.append(SimpleNamespace(id="zither-1", category="zither", subject_types=["zither"], style_tags=["batik"],
+                                 environment=["quay"], description="A zither."))
+    vocabulary = CatalogVocabulary(cards, embedder=None)
+    intent = parse_intent("the record player in pastel", vocabulary, datetime.fromisoformat(NOW))
+    assert [(c.attribute, c.value) for c in intent.constraints] == [("subject", ("phonograph",)), ("style", ("pastel",))]
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

@@ -460,7 +460,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []
             strength = max(same) + 1e-6 if same else hit[2] if hit else 0.0
-            if hit and strength > max((p[0] for p in singles), default=0.0) and (hit[0] != "subject" or not cues & {a, b}):
+            pair = f"{toks[a].key} {toks[b].key}"  # "record player", "coffee cup": a compound noun is one word, cue or not
+            if hit and strength > max((p[0] for p in singles), default=0.0) and (
+                    hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))
     scan.modifiers |= cues
     resolved: set[int] = set()

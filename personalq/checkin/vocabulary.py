@@ -183,6 +183,10 @@ class CatalogVocabulary:
         """Whether WordNet knows the word as a noun; without WordNet every word may be one."""
         return self.lexicon is None or bool(self.lexicon.senses(word))
 
+    def is_compound(self, phrase: str) -> bool:
+        """Whether WordNet knows a phrase of several words as one noun ("record player"); without WordNet none is."""
+        return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")))
+
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_colour(word)
@@ -262,7 +266,8 @@ class CatalogVocabulary:
 
     def _outside_category(self, phrase: str, key: tuple[str, ...]) -> bool:
         """A sub-type broader than its category ("vehicle" on cards of cars) takes a word only if the
-        word is a kind of the category too: a submarine is a vehicle, yet no car."""
+        word is a kind of the category too, or a synonym of the sub-type itself: a submarine is a
+        vehicle, yet no car."""
         lex = self.lexicon
         if lex is None or key in self.categories:
             return False
@@ -270,6 +275,8 @@ class CatalogVocabulary:
         if not usual:
             return False
         term_senses = set(lex.senses(self.labels[("subject", key)]))
+        if term_senses.intersection(usual):  # "record player" is the very "phonograph" the cards list
+            return False
         category_senses = {o for c in self.term_categories[key] for o in lex.senses(self.labels.get(("subject", c), " ".join(c)))}
         if not any(term_senses & lex.ancestors(o, LEXICON_SENSE_DEPTH).keys() for o in category_senses):
             return False
