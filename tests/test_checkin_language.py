@@ -496,6 +496,10 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
 @pytest.mark.parametrize("messages, action, expected", [
     (("any kite except the meadow ones and the pastel",), "no_match", {"meadow", "pastel"}),  # the list goes on past "ones"
     (("kite, not the one i never used",), "clarify", {"kite-1", "kite-2"}),  # "never used" can be ruled out too
+    (("the stained glass kite",), "no_match", {"glass"}),                   # a material before the subject
+    (("a neon ocarina",), "no_match", {"neon"}),
+    (("a party kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),          # no material: prompt context
+    (("my cute little kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),   # adjectives more than nouns
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

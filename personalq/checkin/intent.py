@@ -220,9 +220,15 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
-        if vocabulary.looks_like_style(words.lower()):
+        if vocabulary.looks_like_style(words.lower()) or (len(span) == 1 and _made_of(scan.toks[span[0]].key, intent, vocabulary)):
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
+
+
+def _made_of(key: str, intent: Intent, vocabulary: CatalogVocabulary) -> bool:
+    """"neon toy", "glass windmill": a noun before the subject names a material or a kind of it, unless
+    the two are one compound noun ("house cat", "toy dog")."""
+    return vocabulary.names_material_or_kind(key) and not vocabulary.is_compound(f"{key} {intent.subject.words.lower()}")
 
 
 def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -243,7 +249,7 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     should newly show ("wearing sunglasses", "with a party hat") stays prompt context, as the
     Repo-Prompts spec has it."""
     before = _right_before_subject(intent, scan, unknown)
-    if before and vocabulary.names_colour(scan.toks[before[-1]].key):
+    if before and vocabulary.names_colour(scan.toks[before[-1]].key) and not _covered(intent, scan.toks[before[-1]]):
         tok = scan.toks[before[-1]]
         _add(intent, ("unknown", tok.key), [tok], exact=True)
 
@@ -524,6 +530,10 @@ def _adjacent(text: str, span: list[Token]) -> bool:
 
 def _covered_by(intent: Intent, tok: Token, attribute: str) -> bool:
     return any(c.attribute == attribute and c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
+
+
+def _covered(intent: Intent, tok: Token) -> bool:
+    return any(c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
 
 
 def _runs(indices: list[int], toks: list[Token], text: str) -> list[list[int]]:

@@ -155,6 +155,18 @@ class WordNet:
             counts[int(offset)] = int(count)
         return counts
 
+    def is_mainly_noun(self, word: str) -> bool:
+        """Whether the word is used as a noun more than as an adjective in WordNet's tagged corpus (by
+        senses where no use was tagged): "neon", "gold", "glass" are; "cool", "fat", "classic" are not."""
+        lemma = self._lemma(word)[0]
+        if not self.senses(lemma):
+            return False
+        def uses(pos: bytes) -> tuple[int, int]:
+            lines = list(self._lines("index.sense", lemma.encode("utf-8", "ignore") + b"%" + pos + b":"))
+            return sum(int(line.split()[3]) for line in lines), len(lines)
+        noun, (adjective, satellite) = uses(b"1"), (uses(b"3"), uses(b"5"))
+        return noun > (adjective[0] + satellite[0], adjective[1] + satellite[1])
+
     def _base_forms(self, lemma: str) -> list[str]:
         forms = []
         line = self._line("noun.exc", lemma.encode("utf-8", "ignore"))
@@ -205,6 +217,10 @@ class WordNet:
         if any(PLACES & a for a in usual):
             return True
         return not any(NO_SETTINGS & a for a in usual) and any(PLACES & self.ancestors(sense, 20).keys() for sense in self.senses(word))
+
+    def names_physical(self, word: str) -> bool:
+        """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""
+        return any(PHYSICAL_ENTITY in self.ancestors(sense, 20) for sense in self.usual_senses(word))
 
     def names_colour(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a colour ("green", "beige", not "golden")."""

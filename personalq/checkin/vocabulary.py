@@ -183,6 +183,15 @@ class CatalogVocabulary:
         """Whether WordNet knows the word as a noun; without WordNet every word may be one."""
         return self.lexicon is None or bool(self.lexicon.senses(word))
 
+    def names_material_or_kind(self, word: str) -> bool:
+        """Whether an unknown word before the subject ("neon toy", "stained glass windmill", "8-bit
+        sneaker") names what it is made of or a kind of it: a noun more than an adjective ("cute",
+        "fluffy" are looks for the prompt) whose usual sense is a physical thing ("party" and "family"
+        are no material), no creature ("pet") and no place ("street"). Without WordNet none does."""
+        lex = self.lexicon
+        return (lex is not None and len(word) > 2 and lex.is_mainly_noun(word) and lex.names_physical(word)
+                and not lex.names_creature(word) and not lex.names_place(word))
+
     def is_compound(self, phrase: str) -> bool:
         """Whether WordNet knows a phrase of several words as one noun ("record player"); without WordNet none is."""
         return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")))
