@@ -500,6 +500,10 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("a neon ocarina",), "no_match", {"neon"}),
     (("a party kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),          # no material: prompt context
     (("my cute little kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),   # adjectives more than nouns
+    (("the kite painted in oils",), "no_match", {"oils"}),                  # "in" + a medium in a rarer sense
+    (("an ocarina in oil paint",), "no_match", {"oil paint"}),
+    (("a kite in color",), "clarify", {"kite-1", "kite-2", "kite-3"}),
+    (("a kite in motion",), "clarify", {"kite-1", "kite-2", "kite-3"}),
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

@@ -197,7 +197,8 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # "a 3d render of the car", "line art lynx": a word before a noun for a way of making pictures names
 # that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
-_MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
+_MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
+_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "bowl painted in oils", "the lynx in charcoal": no article before a medium
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -213,7 +214,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
-        if medium or depicted_as or vocabulary.names_art_form(tok.key):
+        in_medium = _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_medium(tok.key)
+        if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             intent.constraints.append(Constraint("unknown", tok.key, scan.text[tok.start:end], tok.start, end))
             return

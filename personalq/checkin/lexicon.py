@@ -33,6 +33,7 @@ THING_MIN_DEPTH = 4
 # art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
+COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "tempera")
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
@@ -205,6 +206,15 @@ class WordNet:
         """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching");
         "art" itself ("lets make art") names no particular one."""
         return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
+
+    def names_medium(self, word: str) -> bool:
+        """Whether any noun sense of the word is a kind of art or a paint ("in oils", "in charcoal", "in
+        bronze"): after "in", a rarer sense is the one meant. A word with a colour sense ("in color")
+        is none, nor is "art" itself."""
+        above = [self.ancestors(sense, 12).keys() - {sense} for sense in self.senses(word)]
+        if any(COLOR in a for a in above) or self.names_colour(word):
+            return False
+        return any(ART_FORMS & a or COLORING_MATERIAL in a for a in above)
 
     def names_place(self, word: str) -> bool:
         """Whether one of the word's noun senses is a place or weather ("cellar", "ocean", "rain"; "the

@@ -175,6 +175,10 @@ class CatalogVocabulary:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
 
+    def names_medium(self, word: str) -> bool:
+        """Whether an unknown word names a medium in any sense ("oils", "charcoal"); without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_medium(word)
+
     def names_place(self, word: str) -> bool:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
