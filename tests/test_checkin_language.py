@@ -504,6 +504,10 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("an ocarina in oil paint",), "no_match", {"oil paint"}),
     (("a kite in color",), "clarify", {"kite-1", "kite-2", "kite-3"}),
     (("a kite in motion",), "clarify", {"kite-1", "kite-2", "kite-3"}),
+    (("kite v1 or v2",), "clarify", {"kite-1", "kite-2"}),                 # versions joined by "or": either
+    (("the 2nd or 3rd kite version",), "clarify", {"kite-2", "kite-3"}),
+    (("kite version 1 or 3",), "clarify", {"kite-1", "kite-3"}),
+    (("kite, not v1 or v2",), "select", {"kite-3"}),
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

@@ -23,7 +23,7 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
 _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.|take|mk|mark|gen|generation|round|"
                    r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+|"
-                   + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r")\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
+                   + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
 _TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]))")
 _ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
@@ -130,7 +130,7 @@ def _version_number(m: re.Match) -> int:
     elif spoken:
         number = int(spoken) if spoken.isdigit() else _NUMBERS.index(spoken.lower()) + 1
     else:
-        number = _ORDINALS.index(ordinal.lower()) + 1
+        number = int(ordinal[:-2]) if ordinal[0].isdigit() else _ORDINALS.index(ordinal.lower()) + 1
     relation = (m.group(1) or "").lower()
     return number - 1 if relation == "before" else number + 1 if relation == "after" else number
 
@@ -364,6 +364,7 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
             if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS:
                 intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))
                 take(m.start(1), m.end())
+    _version_alternatives(intent, taken)
     for m in _NEVER_USED.finditer(text):
         if not any(taken[m.start():m.end()]):
             intent.constraints.append(Constraint("never_used", True, m.group(0), m.start(), m.end()))
@@ -408,6 +409,40 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         intent.order_words = m.group(0)
         take(m.start(), m.end())
     return taken
+
+
+_OR = re.compile(r"\s*(?:,?\s*(?:or|and/or)|/|,)\s*(?:(?:the|a)\s+)?$", re.I)
+# "2nd or 3rd version", "v1 or 2": a bare number or ordinal before "or" and a version names one too.
+_LEFT_ALTERNATIVE = re.compile(r"\b(?:v\.?\s?)?(\d{1,2})(?:st|nd|rd|th)?\s*(?:or|/)\s*$|\b(" + "|".join(_ORDINALS) + r")\s+or\s+$", re.I)
+
+
+_RIGHT_ALTERNATIVE = re.compile(r"\s*(?:or|/)\s*(?:v\.?\s?)?(\d{1,2})\b", re.I)
+
+
+def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
+    """"v1 or v2", "2nd or 3rd version": versions joined by "or" are one constraint that either meets
+    (a frozenset of numbers), not two that no checkpoint can meet at once."""
+    def numbers(c: Constraint) -> frozenset:
+        return c.value if isinstance(c.value, frozenset) else frozenset({c.value})
+
+    merged: list[Constraint] = []
+    for c in sorted(intent.constraints, key=lambda c: c.start):
+        last = merged[-1] if merged else None
+        bare = _LEFT_ALTERNATIVE.search(intent.text[:c.start]) if c.attribute == "version" else None
+        if last is not None and c.attribute == last.attribute == "version" and _OR.fullmatch(intent.text[last.end:c.start]):
+            merged[-1] = replace(last, value=numbers(last) | numbers(c), words=intent.text[last.start:c.end], end=c.end)
+        elif bare and not any(taken[bare.start():bare.end()]):
+            number = int(bare.group(1)) if bare.group(1) else _ORDINALS.index(bare.group(2).lower()) + 1
+            merged.append(replace(c, value=numbers(c) | {number}, words=intent.text[bare.start():c.end], start=bare.start()))
+            taken[bare.start():c.start] = [True] * (c.start - bare.start())
+        else:
+            merged.append(c)
+        after = _RIGHT_ALTERNATIVE.match(intent.text, merged[-1].end) if merged[-1].attribute == "version" else None
+        if after and not any(taken[after.start():after.end()]):  # "version 1 or 2"
+            last = merged[-1]
+            merged[-1] = replace(last, value=numbers(last) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
+            taken[after.start():after.end()] = [True] * (after.end() - after.start())
+    intent.constraints = merged
 
 
 def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> None:

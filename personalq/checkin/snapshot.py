@@ -49,8 +49,8 @@ class CatalogSnapshot:
             return self.vocabulary.terms[a].get(v, set())
         if a == "cue":
             return self.vocabulary.cue_words.get(v, set())
-        if a == "version":
-            return self.by_version.get(v, set())
+        if a == "version":  # one number, or the alternatives of "v1 or v2"
+            return set().union(*(self.by_version.get(n, set()) for n in (v if isinstance(v, frozenset) else (v,))))
         if a in ("created", "used"):
             seconds, months = self._times[a]
             mask = ~np.isnan(seconds)
