@@ -498,6 +498,7 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("kite, not the one i never used",), "clarify", {"kite-1", "kite-2"}),  # "never used" can be ruled out too
     (("the stained glass kite",), "no_match", {"glass"}),                   # a material before the subject
     (("a neon ocarina",), "no_match", {"neon"}),
+    (("a neon cyberpunk ocarina",), "no_match", {"neon"}),                  # not only the word right before it
     (("a party kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),          # no material: prompt context
     (("my cute little kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),   # adjectives more than nouns
     (("the kite painted in oils",), "no_match", {"oils"}),                  # "in" + a medium in a rarer sense

@@ -222,8 +222,12 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
-        if vocabulary.looks_like_style(words.lower()) or (len(span) == 1 and _made_of(scan.toks[span[0]].key, intent, vocabulary)):
+        if vocabulary.looks_like_style(words.lower()):
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
+            return
+    for j in reversed(before):  # "neon cyberpunk toy": any of the words before it may name its material
+        if _made_of(scan.toks[j].key, intent, vocabulary):
+            _add(intent, ("unknown", scan.toks[j].key), [scan.toks[j]], exact=True)
             return
 
 
