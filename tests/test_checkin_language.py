@@ -549,6 +549,24 @@ def test_a_compound_noun_names_a_subject_even_when_one_of_its_words_is_a_descrip
     assert [(c.attribute, c.value) for c in intent.constraints] == [("subject", ("phonograph",)), ("style", ("pastel",))]
 
 
+def test_a_clipped_style_before_a_medium_noun_is_that_style():
+    """"lino print": the start of the catalog's one "linocut", said before "print" (also a description
+    word here, which the style then covers)."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.intent import parse_intent
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=[style],
+                             environment=["cellar"], description="A zither; samples show the print.")
+             for n, style in enumerate(["linocut", "batik"])]
+    vocabulary = CatalogVocabulary(cards, embedder=None)
+    now = datetime.fromisoformat(NOW)
+    assert [(c.attribute, c.value) for c in parse_intent("a lino print of my zither", vocabulary, now).constraints] == [
+        ("style", ("linocut",)), ("subject", ("zither",))]
+    assert ("style", ("batik",)) not in [(c.attribute, c.value) for c in parse_intent("a bat print of my zither", vocabulary, now).constraints]
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

@@ -217,7 +217,11 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         in_medium = _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_medium(tok.key)
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
-            intent.constraints.append(Constraint("unknown", tok.key, scan.text[tok.start:end], tok.start, end))
+            clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "lino print": linocut
+            attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
+            inside = [c for c in intent.constraints if c.attribute == "cue" and tok.start <= c.start and c.end <= end]  # "print" of it
+            intent.constraints = [c for c in intent.constraints if c not in inside]
+            intent.constraints.append(Constraint(attribute, value, scan.text[tok.start:end], tok.start, end, exact=not clipped))
             return
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():

@@ -171,6 +171,12 @@ class CatalogVocabulary:
         """Whether an unknown word names an animal, a person, a plant or an imaginary being; without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_creature(word)
 
+    def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
+        """The one single-word style whose start the word is ("lino" of linocut, "wood" of woodcut), when
+        the word is said before a medium noun ("lino print"); a clipped word names nothing elsewhere."""
+        hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
+        return hits[0] if len(hits) == 1 else None
+
     def names_art_form(self, word: str) -> bool:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
