@@ -509,6 +509,7 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("the 2nd or 3rd kite version",), "clarify", {"kite-2", "kite-3"}),
     (("kite version 1 or 3",), "clarify", {"kite-1", "kite-3"}),
     (("kite, not v1 or v2",), "select", {"kite-3"}),
+    (("kite v1 or v2, not the newest",), "clarify", {"kite-1", "kite-2"}),  # the newest kite, which v3 is
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

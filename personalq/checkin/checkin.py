@@ -137,8 +137,10 @@ class CheckIn:
         if len(cues) > 1:
             satisfying = _most_cues(satisfying, cues)
         if intent.ruled_out_order and len(satisfying) > 1:
+            # "mountain v1 or v2, not the newest": the newest mountain, which the rest may already rule out
             field_name, pick = intent.ruled_out_order
-            first = (max if pick == "max" else min)(satisfying, key=lambda i: snap.moment(i, field_name))
+            scope = set(base).intersection(*(ids for c, ids in sets if c.attribute == "subject" and not c.excluded))
+            first = (max if pick == "max" else min)(scope or satisfying, key=lambda i: snap.moment(i, field_name))
             satisfying = satisfying - {first}
         if intent.order and satisfying:
             field_name, pick = intent.order
