@@ -150,7 +150,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     taken = _time_version_order(intent, now)
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
-    # "striped" reads as a card's "stripes" only once the catalog's own terms ("scaly anteater") are taken
+    # "striped" reads as a card's "stripes" only once the catalog's own terms ("spotted owl") are taken
     scan.toks = [t if j in scan.used else replace(t, key=vocabulary.base_form(t.key)) for j, t in enumerate(scan.toks)]
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
@@ -198,7 +198,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
-_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "bowl painted in oils", "the lynx in charcoal": no article before a medium
+_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "vase painted in oils", "the lynx in charcoal": no article before a medium
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -217,7 +217,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         in_medium = _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_medium(tok.key)
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
-            clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "lino print": linocut
+            clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "water painting": watercolour
             attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
             inside = [c for c in intent.constraints if c.attribute == "cue" and tok.start <= c.start and c.end <= end]  # "print" of it
             intent.constraints = [c for c in intent.constraints if c not in inside]
@@ -236,7 +236,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
 
 
 def _made_of(key: str, intent: Intent, vocabulary: CatalogVocabulary) -> bool:
-    """"neon toy", "glass windmill": a noun before the subject names a material or a kind of it, unless
+    """"neon toy", "glass lantern": a noun before the subject names a material or a kind of it, unless
     the two are one compound noun ("house cat", "toy dog")."""
     return vocabulary.names_material_or_kind(key) and not vocabulary.is_compound(f"{key} {intent.subject.words.lower()}")
 
@@ -294,7 +294,7 @@ def _in_place_slot(text: str, tok: Token) -> bool:
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}\s*$", re.I)
-# "except cartoon or pixel", "except the fjord ones and the X"; not "not the watercolor one, the realistic X"
+# "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
@@ -479,7 +479,7 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             scan.used.add(i + 1)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
                 and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS \
-                and not vocabulary.names_creature(toks[i].key):  # "giraffe sticker": what is drawn, not how
+                and not vocabulary.names_creature(toks[i].key):  # "giraffe decal": what is drawn, not how
             scan.used.add(i)
             scan.modifiers.add(i)
 
@@ -511,7 +511,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []
             strength = max(same) + 1e-6 if same else hit[2] if hit else 0.0
-            pair = f"{toks[a].key} {toks[b].key}"  # "record player", "coffee cup": a compound noun is one word, cue or not
+            pair = f"{toks[a].key} {toks[b].key}"  # "tape recorder", "police car": a compound noun is one word, cue or not
             if hit and strength > max((p[0] for p in singles), default=0.0) and (
                     hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))

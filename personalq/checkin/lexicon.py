@@ -33,7 +33,7 @@ THING_MIN_DEPTH = 4
 # art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
-COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "tempera")
+COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "acrylic")
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),

@@ -172,7 +172,7 @@ class CatalogVocabulary:
         return self.lexicon is not None and self.lexicon.names_creature(word)
 
     def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
-        """The one single-word style whose start the word is ("lino" of linocut, "wood" of woodcut), when
+        """The one single-word style whose start the word is ("pixel" of pixelart, "water" of watercolour), when
         the word is said before a medium noun ("lino print"); a clipped word names nothing elsewhere."""
         hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
         return hits[0] if len(hits) == 1 else None
@@ -194,7 +194,7 @@ class CatalogVocabulary:
         return self.lexicon is None or bool(self.lexicon.senses(word))
 
     def names_material_or_kind(self, word: str) -> bool:
-        """Whether an unknown word before the subject ("neon toy", "stained glass windmill", "8-bit
+        """Whether an unknown word before the subject ("neon toy", "stained glass mill", "8-bit
         sneaker") names what it is made of or a kind of it: a noun more than an adjective ("cute",
         "fluffy" are looks for the prompt) whose usual sense is a physical thing ("party" and "family"
         are no material), no creature ("pet") and no place ("street"). Without WordNet none does."""
@@ -203,7 +203,7 @@ class CatalogVocabulary:
                 and not lex.names_creature(word) and not lex.names_place(word))
 
     def is_compound(self, phrase: str) -> bool:
-        """Whether WordNet knows a phrase of several words as one noun ("record player"); without WordNet none is."""
+        """Whether WordNet knows a phrase of several words as one noun ("tape recorder"); without WordNet none is."""
         return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")))
 
     def names_colour(self, word: str) -> bool:
@@ -294,7 +294,7 @@ class CatalogVocabulary:
         if not usual:
             return False
         term_senses = set(lex.senses(self.labels[("subject", key)]))
-        if term_senses.intersection(usual):  # "record player" is the very "phonograph" the cards list
+        if term_senses.intersection(usual):  # "automobile" is the very "motorcar" the cards list
             return False
         category_senses = {o for c in self.term_categories[key] for o in lex.senses(self.labels.get(("subject", c), " ".join(c)))}
         if not any(term_senses & lex.ancestors(o, LEXICON_SENSE_DEPTH).keys() for o in category_senses):
