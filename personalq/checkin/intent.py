@@ -150,7 +150,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     taken = _time_version_order(intent, now)
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
-    # "striped" reads as a card's "stripes" only once the catalog's own terms ("spotted owl") are taken
+    # "striped" reads as a card's "stripes" only once the catalog's own terms ("tabby cat") are taken
     scan.toks = [t if j in scan.used else replace(t, key=vocabulary.base_form(t.key)) for j, t in enumerate(scan.toks)]
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
@@ -198,7 +198,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
-_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "vase painted in oils", "the lynx in charcoal": no article before a medium
+_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "chair painted in oils", "the lynx in charcoal": no article before a medium
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -236,7 +236,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
 
 
 def _made_of(key: str, intent: Intent, vocabulary: CatalogVocabulary) -> bool:
-    """"neon toy", "glass lantern": a noun before the subject names a material or a kind of it, unless
+    """"neon toy", "glass chair": a noun before the subject names a material or a kind of it, unless
     the two are one compound noun ("house cat", "toy dog")."""
     return vocabulary.names_material_or_kind(key) and not vocabulary.is_compound(f"{key} {intent.subject.words.lower()}")
 

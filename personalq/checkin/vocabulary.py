@@ -194,7 +194,7 @@ class CatalogVocabulary:
         return self.lexicon is None or bool(self.lexicon.senses(word))
 
     def names_material_or_kind(self, word: str) -> bool:
-        """Whether an unknown word before the subject ("neon toy", "stained glass mill", "8-bit
+        """Whether an unknown word before the subject ("neon toy", "glass chair", "8-bit
         sneaker") names what it is made of or a kind of it: a noun more than an adjective ("cute",
         "fluffy" are looks for the prompt) whose usual sense is a physical thing ("party" and "family"
         are no material), no creature ("pet") and no place ("street"). Without WordNet none does."""
