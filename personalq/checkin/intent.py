@@ -259,7 +259,7 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     should newly show ("wearing sunglasses", "with a party hat") stays prompt context, as the
     Repo-Prompts spec has it."""
     before = _right_before_subject(intent, scan, unknown)
-    if before and vocabulary.names_colour(scan.toks[before[-1]].key) and not _covered(intent, scan.toks[before[-1]]):
+    if before and vocabulary.names_colour(scan.toks[before[-1]].key) and not _covered_by(intent, scan.toks[before[-1]]):
         tok = scan.toks[before[-1]]
         _add(intent, ("unknown", tok.key), [tok], exact=True)
 
@@ -419,11 +419,9 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
     return taken
 
 
-_OR = re.compile(r"\s*(?:,?\s*(?:or|and/or)|/|,)\s*(?:(?:the|a)\s+)?$", re.I)
-# "2nd or 3rd version", "v1 or 2": a bare number or ordinal before "or" and a version names one too.
+_OR = re.compile(r"\s*(?:,?\s*(?:or|and/or)|/|,)\s*(?:(?:the|a)\s+)?$", re.I)  # "v1 or v2"
+# "2nd or 3rd version", "version 1 or 2": a bare number or ordinal on either side of "or" names a version too.
 _LEFT_ALTERNATIVE = re.compile(r"\b(?:v\.?\s?)?(\d{1,2})(?:st|nd|rd|th)?\s*(?:or|/)\s*$|\b(" + "|".join(_ORDINALS) + r")\s+or\s+$", re.I)
-
-
 _RIGHT_ALTERNATIVE = re.compile(r"\s*(?:or|/)\s*(?:v\.?\s?)?(\d{1,2})\b", re.I)
 
 
@@ -573,12 +571,8 @@ def _adjacent(text: str, span: list[Token]) -> bool:
     return all(re.fullmatch(r"[\s\-]*", text[a.end:b.start]) for a, b in zip(span, span[1:]))
 
 
-def _covered_by(intent: Intent, tok: Token, attribute: str) -> bool:
-    return any(c.attribute == attribute and c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
-
-
-def _covered(intent: Intent, tok: Token) -> bool:
-    return any(c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
+def _covered_by(intent: Intent, tok: Token, attribute: str | None = None) -> bool:
+    return any(attribute in (None, c.attribute) and c.start <= tok.start and tok.end <= c.end for c in intent.constraints)
 
 
 def _runs(indices: list[int], toks: list[Token], text: str) -> list[list[int]]:

@@ -172,8 +172,8 @@ class CatalogVocabulary:
         return self.lexicon is not None and self.lexicon.names_creature(word)
 
     def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
-        """The one single-word style whose start the word is ("pixel" of pixelart, "water" of watercolour), when
-        the word is said before a medium noun ("lino print"); a clipped word names nothing elsewhere."""
+        """The one single-word style whose start the word is ("water" of watercolour), when the word is
+        said before a medium noun ("water painting"); a clipped word names nothing elsewhere."""
         hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
         return hits[0] if len(hits) == 1 else None
 
@@ -194,8 +194,8 @@ class CatalogVocabulary:
         return self.lexicon is None or bool(self.lexicon.senses(word))
 
     def names_material_or_kind(self, word: str) -> bool:
-        """Whether an unknown word before the subject ("neon toy", "glass chair", "8-bit
-        sneaker") names what it is made of or a kind of it: a noun more than an adjective ("cute",
+        """Whether an unknown word before the subject ("neon toy", "glass chair") names what it is
+        made of or a kind of it: a noun more than an adjective ("cute",
         "fluffy" are looks for the prompt) whose usual sense is a physical thing ("party" and "family"
         are no material), no creature ("pet") and no place ("street"). Without WordNet none does."""
         lex = self.lexicon
