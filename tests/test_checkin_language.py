@@ -568,6 +568,20 @@ def test_a_clipped_style_before_a_medium_noun_is_that_style():
     assert ("style", ("batik",)) not in [(c.attribute, c.value) for c in parse_intent("a bat print of my zither", vocabulary, now).constraints]
 
 
+def test_a_place_that_is_in_one_sense_a_kind_of_the_catalogs_place_is_that_place():
+    """An abbey is usually a church, but also a monastery; a rarer sense of "pit" is the quarry itself."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=["batik"],
+                             environment=[place], description="A zither.") for n, place in enumerate(["monastery", "quarry", "beach"])]
+    vocabulary = CatalogVocabulary(cards, embedder=None)
+    assert vocabulary.similar("abbey")[:2] == ("environment", ("monastery",))
+    assert vocabulary.similar("pit")[:2] == ("environment", ("quarry",))
+    assert vocabulary.similar("ocean") is None
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

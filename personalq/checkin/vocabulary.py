@@ -408,13 +408,16 @@ class CatalogVocabulary:
 
     def _same_synset(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """A style or place term the word shares a WordNet sense with ("underground" and "metro" are
-        one synset), which the embedder did not place."""
+        one synset; "automobile" and "car"), or that one sense of the word is a direct kind of (in one
+        sense a chapel is a church), which the embedder did not place."""
         if self.lexicon is None:
             return None
-        mine = set(self.lexicon.usual_senses(phrase.replace(" ", "_")))
+        usual = set(self.lexicon.usual_senses(phrase.replace(" ", "_")))
+        kinds = {h for o in self.lexicon.senses(phrase.replace(" ", "_")) for h in (o, *self.lexicon.synset(o).hypernyms)}
         for attribute in ("style", "environment"):
             for key in self.terms[attribute]:
-                if mine & set(self.lexicon.senses(self.labels[(attribute, key)].replace(" ", "_"))):
+                theirs = set(self.lexicon.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                if theirs & (usual if attribute == "style" else kinds):
                     return attribute, key, LEXICON_STRENGTH
         return None
 
