@@ -510,6 +510,9 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("kite version 1 or 3",), "clarify", {"kite-1", "kite-3"}),
     (("kite, not v1 or v2",), "select", {"kite-3"}),
     (("kite v1 or v2, not the newest",), "clarify", {"kite-1", "kite-2"}),  # the newest kite, which v3 is
+    (("load the quay one",), "clarify", {"kite-3", "ocarina-2"}),           # a command verb, no subject
+    (("grab the batik ocarina",), "select", {"ocarina-2"}),
+    (("the red colored one",), "select", {"kite-1"}),                         # "colored" is mostly an adjective
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

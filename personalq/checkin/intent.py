@@ -179,8 +179,8 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             # "pet giraffe", "dealers choice": the last noun is the head; "a wolf howling" has a verb there
             passed.add(j)
             continue
-        if _PURPOSE.search(scan.text[:tok.start]):
-            continue
+        if _PURPOSE.search(scan.text[:tok.start]) or (j == 0 and _COMMAND.match(scan.text, tok.end) and vocabulary.is_verb(tok.key)):
+            continue  # "load the snowy one": a verb that opens the request and takes an object is a command
         if vocabulary.names_thing(tok.key):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
@@ -190,6 +190,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get)\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak"
+_COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one)\b", re.I)
 # "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
 _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+\s+)?$", re.I)
 

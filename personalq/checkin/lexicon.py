@@ -159,14 +159,23 @@ class WordNet:
     def is_mainly_noun(self, word: str) -> bool:
         """Whether the word is used as a noun more than as an adjective in WordNet's tagged corpus (by
         senses where no use was tagged): "neon", "gold", "glass" are; "cool", "fat", "classic" are not."""
-        lemma = self._lemma(word)[0]
-        if not self.senses(lemma):
-            return False
-        def uses(pos: bytes) -> tuple[int, int]:
-            lines = list(self._lines("index.sense", lemma.encode("utf-8", "ignore") + b"%" + pos + b":"))
-            return sum(int(line.split()[3]) for line in lines), len(lines)
-        noun, (adjective, satellite) = uses(b"1"), (uses(b"3"), uses(b"5"))
-        return noun > (adjective[0] + satellite[0], adjective[1] + satellite[1])
+        return bool(self.senses(word)) and self._noun_uses(word) > self._adjective_uses(word)
+
+    def is_verb(self, word: str) -> bool:
+        """Whether WordNet knows the word (as typed) as a verb: "load", "grab"."""
+        return "index.verb" in self._maps and self._line("index.verb", word.lower().encode("utf-8", "ignore")) is not None
+
+    def _uses(self, word: str, *parts: bytes) -> tuple[int, int]:
+        """How often the word was tagged in these parts of speech, and in how many senses."""
+        lemma = self._lemma(word)[0] or word.lower()
+        lines = [line for part in parts for line in self._lines("index.sense", lemma.encode("utf-8", "ignore") + b"%" + part + b":")]
+        return sum(int(line.split()[3]) for line in lines), len(lines)
+
+    def _noun_uses(self, word: str) -> tuple[int, int]:
+        return self._uses(word, b"1")
+
+    def _adjective_uses(self, word: str) -> tuple[int, int]:
+        return self._uses(word, b"3", b"5")
 
     def _base_forms(self, lemma: str) -> list[str]:
         forms = []
@@ -190,7 +199,10 @@ class WordNet:
     def names_thing(self, word: str) -> bool:
         """Whether the word's usual noun sense is a specific drawable thing: a physical object at least
         THING_MIN_DEPTH steps below physical entity ("submarine", "giraffe", not "stuff" or "object"),
-        or an imaginary being ("griffin"). Greetings, feelings and fillers ("hi", "surprise") are not."""
+        or an imaginary being ("griffin"). Greetings, feelings and fillers ("hi", "surprise") are not,
+        nor is a word used more as an adjective ("colored", whose noun is rare)."""
+        if self._adjective_uses(word) > self._noun_uses(word):
+            return False
         for sense in self.usual_senses(word):
             above = self.ancestors(sense, 20)
             if above.get(PHYSICAL_ENTITY, 0) >= THING_MIN_DEPTH or IMAGINARY_BEING in above:

@@ -189,6 +189,10 @@ class CatalogVocabulary:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
 
+    def is_verb(self, word: str) -> bool:
+        """Whether WordNet knows the word as a verb; without WordNet none is."""
+        return self.lexicon is not None and self.lexicon.is_verb(word)
+
     def is_noun(self, word: str) -> bool:
         """Whether WordNet knows the word as a noun; without WordNet every word may be one."""
         return self.lexicon is None or bool(self.lexicon.senses(word))
