@@ -513,6 +513,8 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("load the quay one",), "clarify", {"kite-3", "ocarina-2"}),           # a command verb, no subject
     (("grab the batik ocarina",), "select", {"ocarina-2"}),
     (("the red colored one",), "select", {"kite-1"}),                         # "colored" is mostly an adjective
+    (("batik kite", "and on the quay?"), "no_match", {"quay", "batik"}),      # "and ..." keeps the batik, like "same"
+    (("kite in the meadow", "the pastel version of that"), "no_match", {"pastel", "meadow"}),
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
