@@ -515,6 +515,7 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("the red colored one",), "select", {"kite-1"}),                         # "colored" is mostly an adjective
     (("batik kite", "and on the quay?"), "no_match", {"quay", "batik"}),      # "and ..." keeps the batik, like "same"
     (("kite in the meadow", "the pastel version of that"), "no_match", {"pastel", "meadow"}),
+    (("the newer gouache one",), "select", {"ocarina-1"}),                    # nothing chosen yet: the newest that fits
 ])
 def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

@@ -258,6 +258,15 @@ class CheckIn:
         return attribute, groups
 
 
+def _comparative_as_order(intent: Intent) -> Intent:
+    """"the newer one" with nothing chosen to compare with (a first request, or after a question):
+    the newest or oldest of those that fit."""
+    if intent.comparative and not intent.order:
+        intent.order = ("created", "min" if intent.comparative == "older" else "max")
+        intent.order_words, intent.comparative = intent.comparative, ""
+    return intent
+
+
 def _most_cues(satisfying: set[str], cues: list[set[str]]) -> set[str]:
     """The checkpoints whose descriptions hold the most of the request's description words (at least
     one): in "a lynx holding a banjo" the card may say "with a banjo", and "holding" belongs
@@ -313,7 +322,7 @@ class Conversation:
             self.last = CheckInResult("select", f"you named {named.id}", checkpoint_id=named.id, card=named, plausible_ids=[named.id],
                                       rewritten_prompt=rewrite_named(text, [named.id, *named.triggers], named.trigger))
             return self.last
-        self.intent = self.checkin.read(text, parse_intent(text, snap.vocabulary, self.now))
+        self.intent = self.checkin.read(text, _comparative_as_order(parse_intent(text, snap.vocabulary, self.now)))
         self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
         return self.last
 
@@ -398,11 +407,7 @@ class Conversation:
         if not (follow.not_that_one or follow.comparative):
             return follow
         if self.last.action != "select":  # among the offered ones: the older or newer of them
-            if follow.comparative and not follow.order:
-                follow.order = ("created", "min" if follow.comparative == "older" else "max")
-                follow.order_words = follow.comparative
-                follow.comparative = ""
-            return follow
+            return _comparative_as_order(follow)
         chosen = self.checkin.snapshot.cards[self.last.checkpoint_id]
         if follow.not_that_one:
             follow.constraints.append(Constraint("checkpoints", frozenset({chosen.id}), "that one", excluded=True))
