@@ -588,6 +588,19 @@ def test_a_place_that_is_in_one_sense_a_kind_of_the_catalogs_place_is_that_place
     assert vocabulary.similar("ocean") is None
 
 
+def test_an_inflected_word_reads_as_the_description_word_of_the_same_stem():
+    from types import SimpleNamespace
+
+    from personalq.checkin.intent import parse_intent
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=["batik"],
+                             environment=["cellar"], description=text) for n, text in enumerate(["A sleeping zither.", "A zither."])]
+    vocabulary = CatalogVocabulary(cards, embedder=None)
+    cues = lambda text: [c.value for c in parse_intent(text, vocabulary, datetime.fromisoformat(NOW)).constraints if c.attribute == "cue"]  # noqa: E731
+    assert cues("the sleepy zither") == ["sleeping"]
+
+
 def test_a_wordnet_synonym_of_a_place_is_that_place():
     from types import SimpleNamespace
 

@@ -151,15 +151,16 @@ class CatalogVocabulary:
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
-        spots), when the word itself is in no card; else the word unchanged."""
+        spots, "sleepy" for sleeping), when the word itself is in no card; else the word unchanged."""
         if key in self.cue_words or len(key) < 5 or self.exact((key,)):
             return key
         for suffix in ("ed", "ing", "y"):
             if key.endswith(suffix):
                 stem = key[: -len(suffix)]
                 for form in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else None):
-                    if form and form in self.cue_words:
-                        return form
+                    for inflected in (form, f"{form}ing", f"{form}ed") if form else ():  # "sleepy" for a card's "sleeping"
+                        if inflected in self.cue_words:
+                            return inflected
         return key
 
     def names_thing(self, word: str) -> bool:
