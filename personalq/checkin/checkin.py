@@ -28,7 +28,7 @@ _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(
 # "same but on the beach", "and in the snow?", "the cartoon version of that": everything else stays,
 # even when nothing then fits ("same style but the lynx" keeps only the style).
 _KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))|"
-                            r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)  # "and in the salt marsh?"
+                            r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
