@@ -413,7 +413,7 @@ class CatalogVocabulary:
 
     def _same_synset(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """A style or place term the word shares a WordNet sense with ("underground" and "metro" are
-        one synset; "automobile" and "car"), or that one sense of the word is a direct kind of (in one
+        one synset), or, for a place, a term that one sense of the word is a direct kind of (in one
         sense a chapel is a church), which the embedder did not place."""
         if self.lexicon is None:
             return None
