@@ -517,22 +517,27 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("kite in the meadow", "the pastel version of that"), "no_match", {"pastel", "meadow"}),
     (("the newer gouache one",), "select", {"ocarina-1"}),                    # nothing chosen yet: the newest that fits
 ])
-def test_phrasings_a_fifth_stranger_batch_showed(checkin, messages, action, expected):
+def test_phrasings_the_fifth_and_seventh_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def zither_vocabulary(*cards: dict, embedder=None):
+    """A vocabulary over zither cards built in the test: each dict overrides the defaults of one card."""
+    from types import SimpleNamespace
+
+    from personalq.checkin.vocabulary import CatalogVocabulary
+
+    defaults = {"category": "zither", "subject_types": ["zither"], "style_tags": ["batik"], "environment": ["cellar"],
+                "description": "A zither."}
+    return CatalogVocabulary([SimpleNamespace(id=f"zither-{n}", **{**defaults, **card}) for n, card in enumerate(cards)], embedder)
 
 
 def test_a_catalog_term_is_read_before_its_words_become_description_words():
     """"scaly" alone is the look a description's "scales" names; in the catalog's "scaly zither" it is that term."""
-    from types import SimpleNamespace
-
     from personalq.checkin.intent import parse_intent
-    from personalq.checkin.vocabulary import CatalogVocabulary
 
-    cards = [SimpleNamespace(id="zither-1", category="zither", subject_types=["zither", "scaly zither"], style_tags=["batik"],
-                             environment=["cellar"], description="A zither; samples show scales."),
-             SimpleNamespace(id="zither-2", category="zither", subject_types=["zither"], style_tags=["pastel"],
-                             environment=["quay"], description="A zither.")]
-    vocabulary = CatalogVocabulary(cards, embedder=None)
+    vocabulary = zither_vocabulary({"subject_types": ["zither", "scaly zither"], "description": "A zither; samples show scales."},
+                                   {"style_tags": ["pastel"], "environment": ["quay"]})
     now = datetime.fromisoformat(NOW)
     assert [(c.attribute, c.value) for c in parse_intent("my scaly zither", vocabulary, now).constraints] == [
         ("subject", ("scaly", "zither"))]
@@ -541,17 +546,10 @@ def test_a_catalog_term_is_read_before_its_words_become_description_words():
 
 def test_a_compound_noun_names_a_subject_even_when_one_of_its_words_is_a_description_word():
     """"record player" is WordNet's synonym of the cards' "phonograph", though "record" is also in a description."""
-    from types import SimpleNamespace
-
     from personalq.checkin.intent import parse_intent
-    from personalq.checkin.vocabulary import CatalogVocabulary
 
-    cards = [SimpleNamespace(id=f"gramophone-{n}", category="gramophone", subject_types=["gramophone", "phonograph"],
-                             style_tags=[style], environment=["cellar"], description="A gramophone playing a record.")
-             for n, style in enumerate(["batik", "pastel"])]
-    cards.append(SimpleNamespace(id="zither-1", category="zither", subject_types=["zither"], style_tags=["batik"],
-                                 environment=["quay"], description="A zither."))
-    vocabulary = CatalogVocabulary(cards, embedder=None)
+    gramophone = {"category": "gramophone", "subject_types": ["gramophone", "phonograph"], "description": "A gramophone playing a record."}
+    vocabulary = zither_vocabulary(gramophone, {**gramophone, "style_tags": ["pastel"]}, {"environment": ["quay"]})
     intent = parse_intent("the record player in pastel", vocabulary, datetime.fromisoformat(NOW))
     assert [(c.attribute, c.value) for c in intent.constraints] == [("subject", ("phonograph",)), ("style", ("pastel",))]
 
@@ -559,15 +557,9 @@ def test_a_compound_noun_names_a_subject_even_when_one_of_its_words_is_a_descrip
 def test_a_clipped_style_before_a_medium_noun_is_that_style():
     """"lino print": the start of the catalog's one "linocut", said before "print" (also a description
     word here, which the style then covers)."""
-    from types import SimpleNamespace
-
     from personalq.checkin.intent import parse_intent
-    from personalq.checkin.vocabulary import CatalogVocabulary
 
-    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=[style],
-                             environment=["cellar"], description="A zither; samples show the print.")
-             for n, style in enumerate(["linocut", "batik"])]
-    vocabulary = CatalogVocabulary(cards, embedder=None)
+    vocabulary = zither_vocabulary(*({"style_tags": [style], "description": "A zither; samples show the print."} for style in ("linocut", "batik")))
     now = datetime.fromisoformat(NOW)
     assert [(c.attribute, c.value) for c in parse_intent("a lino print of my zither", vocabulary, now).constraints] == [
         ("style", ("linocut",)), ("subject", ("zither",))]
@@ -576,27 +568,16 @@ def test_a_clipped_style_before_a_medium_noun_is_that_style():
 
 def test_a_place_that_is_in_one_sense_a_kind_of_the_catalogs_place_is_that_place():
     """An abbey is usually a church, but also a monastery; a rarer sense of "pit" is the quarry itself."""
-    from types import SimpleNamespace
-
-    from personalq.checkin.vocabulary import CatalogVocabulary
-
-    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=["batik"],
-                             environment=[place], description="A zither.") for n, place in enumerate(["monastery", "quarry", "beach"])]
-    vocabulary = CatalogVocabulary(cards, embedder=None)
+    vocabulary = zither_vocabulary(*({"environment": [place]} for place in ("monastery", "quarry", "beach")))
     assert vocabulary.similar("abbey")[:2] == ("environment", ("monastery",))
     assert vocabulary.similar("pit")[:2] == ("environment", ("quarry",))
     assert vocabulary.similar("ocean") is None
 
 
 def test_an_inflected_word_reads_as_the_description_word_of_the_same_stem():
-    from types import SimpleNamespace
-
     from personalq.checkin.intent import parse_intent
-    from personalq.checkin.vocabulary import CatalogVocabulary
 
-    cards = [SimpleNamespace(id=f"zither-{n}", category="zither", subject_types=["zither"], style_tags=["batik"],
-                             environment=["cellar"], description=text) for n, text in enumerate(["A sleeping zither.", "A zither."])]
-    vocabulary = CatalogVocabulary(cards, embedder=None)
+    vocabulary = zither_vocabulary({"description": "A sleeping zither."}, {})
     cues = lambda text: [c.value for c in parse_intent(text, vocabulary, datetime.fromisoformat(NOW)).constraints if c.attribute == "cue"]  # noqa: E731
     assert cues("the sleepy zither") == ["sleeping"]
 
