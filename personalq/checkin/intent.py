@@ -220,8 +220,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
             end = medium.end() if medium else tok.end
             clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "water painting": watercolour
             attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
-            inside = [c for c in intent.constraints if c.attribute == "cue" and tok.start <= c.start and c.end <= end]  # "print" of it
-            intent.constraints = [c for c in intent.constraints if c not in inside]
+            intent.constraints = [c for c in intent.constraints  # "print" of "lino print" is no cue of its own
+                                  if not (c.attribute == "cue" and tok.start <= c.start and c.end <= end)]
             intent.constraints.append(Constraint(attribute, value, scan.text[tok.start:end], tok.start, end, exact=not clipped))
             return
     before = _right_before_subject(intent, scan, unknown)

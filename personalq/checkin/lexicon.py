@@ -223,10 +223,10 @@ class WordNet:
         """Whether any noun sense of the word is a kind of art or a paint ("in oils", "in charcoal", "in
         bronze"): after "in", a rarer sense is the one meant. A word with a colour sense ("in color")
         is none, nor is "art" itself."""
-        above = [self.ancestors(sense, 12).keys() - {sense} for sense in self.senses(word)]
-        if any(COLOR in a for a in above) or self.names_colour(word):
+        above = {sense: self.ancestors(sense, 12).keys() for sense in self.senses(word)}
+        if any(COLOR in a for a in above.values()):
             return False
-        return any(ART_FORMS & a or COLORING_MATERIAL in a for a in above)
+        return any(ART_FORMS & (a - {sense}) or COLORING_MATERIAL in a - {sense} for sense, a in above.items())
 
     def names_place(self, word: str) -> bool:
         """Whether one of the word's noun senses is a place or weather ("cellar", "ocean", "rain"; "the

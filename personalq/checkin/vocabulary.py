@@ -200,9 +200,9 @@ class CatalogVocabulary:
 
     def names_material_or_kind(self, word: str) -> bool:
         """Whether an unknown word before the subject ("neon toy", "glass chair") names what it is
-        made of or a kind of it: a noun more than an adjective ("cute",
-        "fluffy" are looks for the prompt) whose usual sense is a physical thing ("party" and "family"
-        are no material), no creature ("pet") and no place ("street"). Without WordNet none does."""
+        made of or a kind of it: a noun more than an adjective ("cute", "fluffy" are looks for the
+        prompt) whose usual sense is a physical thing ("party" and "family" are no material), no
+        creature ("pet") and no place ("street"). Without WordNet none does."""
         lex = self.lexicon
         return (lex is not None and len(word) > 2 and lex.is_mainly_noun(word) and lex.names_physical(word)
                 and not lex.names_creature(word) and not lex.names_place(word))
@@ -373,9 +373,10 @@ class CatalogVocabulary:
         and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder.
 
         A subject is turned down only when some sense of the word and of the term are kinds of one
-        same thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so an equine like a horse) and no sense links them: WordNet files many
-        a synonym far apart ("kitten" under young mammals, "human" under hominids), so for subjects
-        only a true sibling is evidence."""
+        same thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so
+        an equine like a horse), and no sense links them: WordNet files many a synonym far apart
+        ("kitten" under young mammals, "human" under hominids), so for subjects only a true sibling
+        is evidence."""
         lex = self.lexicon
         if lex is None:
             return False
@@ -417,8 +418,9 @@ class CatalogVocabulary:
         sense a chapel is a church), which the embedder did not place."""
         if self.lexicon is None:
             return None
-        usual = set(self.lexicon.usual_senses(phrase.replace(" ", "_")))
-        kinds = {h for o in self.lexicon.senses(phrase.replace(" ", "_")) for h in (o, *self.lexicon.synset(o).hypernyms)}
+        word = phrase.replace(" ", "_")
+        usual = set(self.lexicon.usual_senses(word))
+        kinds = {h for o in self.lexicon.senses(word) for h in (o, *self.lexicon.synset(o).hypernyms)}
         for attribute in ("style", "environment"):
             for key in self.terms[attribute]:
                 theirs = set(self.lexicon.senses(self.labels[(attribute, key)].replace(" ", "_")))
