@@ -128,7 +128,7 @@ class CheckIn:
     def decide(self, request: str, intent: Intent, now: datetime, pool: set[str] | None) -> CheckInResult:
         snap = self.snapshot
         base = set(snap.ids) if pool is None else pool & snap.cards.keys()
-        sets = [(c, snap.matching(c)) for c in intent.constraints]
+        sets = _exclusions_as_descriptions([(c, snap.matching(c)) for c in intent.constraints], snap.vocabulary)
         cues = [ids for c, ids in sets if c.attribute == "cue" and not c.excluded]
         satisfying = set(base)
         for c, ids in sorted(sets, key=lambda s: len(s[1])):
@@ -187,7 +187,7 @@ class CheckIn:
 
     def _why(self, intent: Intent) -> str:
         """The user's words, with the catalog term each synonym was read as: “kitty” (as cat)."""
-        words = [f"“{c.words}”" + ("" if c.exact else f" (as {' '.join(c.value)})") for c in intent.constraints]
+        words = [f"“{c.words}”" + ("" if c.exact else f" (as {_term_label(c.value)})") for c in intent.constraints]
         return "the only checkpoint that fits " + (", ".join(words) if words else "the request")
 
     def _select(self, request: str, intent: Intent, checkpoint_id: str, reason: str) -> CheckInResult:
@@ -258,6 +258,11 @@ class CheckIn:
         return attribute, groups
 
 
+def _term_label(value) -> str:
+    """A catalog term as words, or the categories a broader word stands for ("horse or dog")."""
+    return " or ".join(sorted(" ".join(k) for k in value)) if isinstance(value, frozenset) else " ".join(value)
+
+
 def _comparative_as_order(intent: Intent) -> Intent:
     """"the newer one" with nothing chosen to compare with (a first request, or after a question):
     the newest or oldest of those that fit."""
@@ -265,6 +270,20 @@ def _comparative_as_order(intent: Intent) -> Intent:
         intent.order = ("created", "min" if intent.comparative == "older" else "max")
         intent.order_words, intent.comparative = intent.comparative, ""
     return intent
+
+
+def _exclusions_as_descriptions(sets: list[tuple[Constraint, set[str]]], vocabulary) -> list[tuple[Constraint, set[str]]]:
+    """"car minus the sedan one", where every car card also lists sedan as a subject: ruling the
+    term out would leave no car at all, so the user means the cards whose descriptions say it."""
+    wanted = [ids for c, ids in sets if c.attribute == "subject" and not c.excluded]
+    scope = set.intersection(*wanted) if wanted else set()
+    out = []
+    for c, ids in sets:
+        word = c.value[0] if c.excluded and c.attribute in vocabulary.ATTRIBUTES and len(c.value) == 1 else None
+        if scope and word in vocabulary.cue_words and scope <= ids:
+            c, ids = replace(c, attribute="cue", value=word), vocabulary.cue_words[word]
+        out.append((c, ids))
+    return out
 
 
 def _most_cues(satisfying: set[str], cues: list[set[str]]) -> set[str]:

@@ -148,6 +148,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
     intent = Intent(text)
     taken = _time_version_order(intent, now)
+    for m in _SETTING_VERB.finditer(text):  # "something set in the forest": the verb only introduces the place
+        taken[m.start():m.end()] = [True] * (m.end() - m.start())
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
     # "striped" reads as a card's "stripes" only once the catalog's own terms ("tabby cat") are taken
@@ -164,6 +166,9 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
     return intent
+
+
+_SETTING_VERB = re.compile(r"\b(?:set|located|situated|placed)(?=\s+(?:in|at|on|inside|among|by|near)\b)", re.I)
 
 
 def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -535,8 +540,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
             scan.found.add(attribute)
             resolved.update(span)
+    subject = intent.subject
     for j in sorted(cues - resolved):
         tok = toks[j]
+        if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
+            continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues]
 

@@ -45,8 +45,9 @@ class CatalogSnapshot:
 
     def matching(self, constraint: Constraint) -> set[str]:
         a, v = constraint.attribute, constraint.value
-        if a in ("subject", "style", "environment"):
-            return self.vocabulary.terms[a].get(v, set())
+        if a in ("subject", "style", "environment"):  # a subject may be several categories ("any animal")
+            keys = v if isinstance(v, frozenset) else (v,)
+            return set().union(*(self.vocabulary.terms[a].get(k, set()) for k in keys))
         if a == "cue":
             return self.vocabulary.cue_words.get(v, set())
         if a == "version":  # one number, or the alternatives of "v1 or v2"

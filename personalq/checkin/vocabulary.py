@@ -36,7 +36,10 @@ CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
     "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil".split()
 )
-STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS | CHAT_WORDS
+# Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
+# the card shows and never name a subject of their own. A hand list, for the reason above.
+STAND_IN_WORDS = frozenset("guy guys dude dudes fella fellas buddy lad chap bloke".split())
+STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS | CHAT_WORDS | STAND_IN_WORDS
 
 # Each attribute's terms and an unknown word are embedded inside one sentence template, which
 # separates true synonyms ("kitty", "manga") from mere neighbours ("giraffe" for horse) far better
@@ -62,6 +65,10 @@ LEXICON_SENSE_DEPTH = 5
 # nearest categories by meaning (each category ranked by its closest term): a sense check on WordNet.
 LEXICON_NEAR_CATEGORIES = 3
 LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embedder is taken before it
+# A word whose usual sense is at most HYPERNYM_MAX_DOWN steps above catalog subjects names them all
+# ("animal" is eight steps above a horse); weaker than any other link.
+HYPERNYM_MAX_DOWN = 10
+HYPERNYM_STRENGTH = 0.05
 # What a style is, in words: an unknown modifier whose bare embedding comes this near one of these
 # reads as a style the catalog lacks ("graffiti" 0.47, "cartoon" 0.39, "anime" 0.38), while plain
 # modifiers stay below ("favorite" 0.21, "wild" 0.21, "wooden" 0.31); MiniLM cosine similarities.
@@ -144,6 +151,7 @@ class CatalogVocabulary:
         self._word_cache: dict[str, tuple[str, tuple[str, ...], float] | None] = {}
         self._sense_terms: dict[int, set[tuple[str, ...]]] | None = None  # a term's WordNet sense -> terms
         self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
+        self._sense_ancestors: dict[int, set[int]] | None = None  # a term's WordNet sense -> its hypernyms, far up
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
         self._spellers: dict[frozenset[str], Speller] = {}
         self._style_anchors: np.ndarray | None = None
@@ -162,6 +170,12 @@ class CatalogVocabulary:
                         if inflected in self.cue_words:
                             return inflected
         return key
+
+    def names_every_card_of(self, word: str, subject: tuple[str, ...]) -> bool:
+        """Whether the word belongs to a longer subject term that every card of `subject` lists
+        ("house" of "house cat" on all the cats): said beside the subject, it names the subject."""
+        cards = self.terms["subject"].get(subject, set())
+        return bool(cards) and any(len(key) > 1 and word in key and cards <= ids for key, ids in self.terms["subject"].items())
 
     def names_thing(self, word: str) -> bool:
         """Whether an unknown word names something to draw (so a catalog without it has no match);
@@ -285,6 +299,8 @@ class CatalogVocabulary:
                     found = ("subject", lexical[1], found[2])
         if found is not None and found[0] == "subject" and self._outside_category(phrase, found[1]):
             found = None
+        if found is None:
+            found = self._categories_below(phrase)
         self._word_cache[phrase] = found
         return found
 
@@ -427,6 +443,21 @@ class CatalogVocabulary:
                 if theirs & (usual if attribute == "style" else kinds):
                     return attribute, key, LEXICON_STRENGTH
         return None
+
+    def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
+        """"a watercolor animal", "any bird": a word whose usual sense is an ancestor of catalog
+        subjects, more than the few steps a synonym is, names all their categories at once (a
+        frozenset of category keys, which any of them meets). Only a drawable thing counts: "object"
+        and "entity" are above everything."""
+        lex = self.lexicon
+        if lex is None or not self.terms["subject"] or not lex.names_thing(phrase):
+            return None
+        usual = set(lex.usual_senses(phrase))
+        if self._sense_ancestors is None:
+            self._sense_ancestors = {o: lex.ancestors(o, HYPERNYM_MAX_DOWN).keys() for o in self._lexicon_index()}
+        categories = frozenset(c for sense, above in self._sense_ancestors.items() if usual & above
+                               for key in self._sense_terms[sense] for c in self.term_categories[key])
+        return ("subject", categories, HYPERNYM_STRENGTH) if categories else None
 
     def _by_lexicon(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The subject term WordNet says a word names: the closest link, if it points into one category."""
