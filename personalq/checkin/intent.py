@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from personalq.checkin.timewords import find_time_phrases
-from personalq.checkin.vocabulary import CHAT_WORDS, STOP_WORDS, CatalogVocabulary, Token, tokens
+from personalq.checkin.vocabulary import CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, tokens
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
@@ -567,7 +567,8 @@ def _part_of_term(vocabulary: CatalogVocabulary, tok: Token, found: set[str]) ->
     Where the request already named that attribute ("except cartoon or pixel") it stays a description
     word, which the list's negation can still reach."""
     hit = vocabulary.similar(tok.text.lower())
-    return hit is not None and hit[0] not in found and hit[0] != "subject" and len(hit[1]) > 1 and tok.key in hit[1]
+    return hit is not None and hit[0] not in found and hit[0] != "subject" and (
+        (len(hit[1]) > 1 and tok.key in hit[1]) or hit[2] >= SPELLING_MIN_RATIO)
 
 
 def _add(intent: Intent, hit: tuple[str, object], span: list[Token], exact: bool) -> None:
