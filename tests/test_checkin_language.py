@@ -603,7 +603,7 @@ def menagerie(tmp_path_factory):
     return checkin_over([
         entry("gecko-1", "gecko", "crochet", "kiln", "2024-02-01T12:00:00Z", "A crocheted gecko set in a border.", 1, 0),
         entry("gecko-2", "gecko", "pastel", "quay", "2024-05-01T12:00:00Z", "A gecko on warm stones.", 2, 0),
-        entry("ibis-1", "ibis", "pastel", "kiln", "2024-08-01T12:00:00Z", "An ibis wading.", 1, 0),
+        entry("ibis-1", "ibis", "pastel", "kiln", "2024-08-01T12:00:00Z", "An ibis wading across a field.", 1, 0),
         _listing(entry("jug-1", "jug", "pastel", "kiln", "2025-01-01T12:00:00Z", "A milk jug shaped like an ewer.", 1, 0),
                  "jug", "milk jug", "pitcher", "ewer"),
         _listing(entry("jug-2", "jug", "pastel", "quay", "2025-03-01T12:00:00Z", "A glazed jug.", 2, 0), "jug", "milk jug", "pitcher", "ewer"),
@@ -616,6 +616,7 @@ def menagerie(tmp_path_factory):
     (("a milk pitcher",), "clarify", {"jug-1", "jug-2"}),              # every jug is a "milk jug": no look to tell them apart
     (("jug minus the ewer one",), "select", {"jug-2"}),                # every jug lists ewer: the description's ewer is meant
     (("the little guy on the quay",), "clarify", {"gecko-2", "jug-2"}),  # "guy" stands for the one shown
+    (("an ibis in a wheat field",), "no_match", {"field"}),             # a field in a description is no wheat field
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces
 ])
 def test_broad_words_setting_verbs_shared_names_and_stand_ins(menagerie, messages, action, expected):

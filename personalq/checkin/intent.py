@@ -498,6 +498,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
+    cues -= {b for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
         cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
     proposals = []
@@ -551,6 +552,20 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
 
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
+
+
+def _compound_nouns(content: list[int], scan: _Scan, vocabulary: CatalogVocabulary) -> set[tuple[int, int]]:
+    """Adjacent words that WordNet knows as one noun ("wheat field", "tape recorder") and no description
+    says: the pair names one thing, so its last word alone is no look the description names (a field
+    in a description is no wheat field), unless the first word is one too ("knit hat" for a knitted one)."""
+    pairs: set[tuple[int, int]] = set()
+    for run in _runs(content, scan.toks, scan.text):
+        for a, b in zip(run, run[1:]):
+            keys = (scan.toks[a].key, scan.toks[b].key)
+            if not ({a, b} & {j for pair in pairs for j in pair}) and keys not in vocabulary.description_pairs \
+                    and vocabulary.is_compound(" ".join(keys)):
+                pairs.add((a, b))
+    return pairs
 
 
 def _may_add_second(intent: Intent, attribute: str, text: str, tok: Token) -> bool:

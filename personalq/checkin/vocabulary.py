@@ -121,6 +121,7 @@ class CatalogVocabulary:
         self.categories: dict[tuple[str, ...], set[str]] = defaultdict(set)
         self.term_categories: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)  # subject term -> its cards' categories
         self.cue_words: dict[str, set[str]] = defaultdict(set)
+        self.description_pairs: set[tuple[str, str]] = set()  # adjacent description words ("tabby cat")
         for card in cards:
             fields = {
                 "subject": [card.category, *card.subject_types],
@@ -141,6 +142,8 @@ class CatalogVocabulary:
             for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
+            keys = [t.key for t in tokens(card.description)]
+            self.description_pairs.update(zip(keys, keys[1:]))
         self._places_in_descriptions(cards)
         self._drop_common_cues(len(cards))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
