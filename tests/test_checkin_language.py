@@ -617,6 +617,7 @@ def menagerie(tmp_path_factory):
     (("jug minus the ewer one",), "select", {"jug-2"}),                # every jug lists ewer: the description's ewer is meant
     (("the little guy on the quay",), "clarify", {"gecko-2", "jug-2"}),  # "guy" stands for the one shown
     (("an ibis in a wheat field",), "no_match", {"field"}),             # a field in a description is no wheat field
+    (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces
 ])
 def test_broad_words_setting_verbs_shared_names_and_stand_ins(menagerie, messages, action, expected):

@@ -294,7 +294,7 @@ class CatalogVocabulary:
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
-                lexical = self._by_lexicon(phrase) or self._same_synset(phrase)
+                lexical = self._by_lexicon(phrase) or self._style_or_place_by_lexicon(phrase)
                 if found is None:
                     found = lexical
                 elif lexical is not None and lexical[1] in self.categories and self.term_categories[found[1]] == {lexical[1]}:
@@ -431,20 +431,30 @@ class CatalogVocabulary:
         self._sense_terms = sense_terms
         return sense_terms
 
-    def _same_synset(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
-        """A style or place term the word shares a WordNet sense with ("underground" and "metro" are
-        one synset), or, for a place, a term that one sense of the word is a direct kind of (in one
-        sense a chapel is a church), which the embedder did not place."""
+    def _style_or_place_by_lexicon(self, phrase: str) -> tuple[str, object, float] | None:
+        """The style or place terms WordNet links a word to, which the embedder did not place: one that
+        shares a sense with it ("underground" and "metro" are one synset); for a place, one that a
+        sense of the word is a direct kind of (in one sense a chapel is a church), or whose direct
+        hypernym is a sense of the word ("land" for a forest). The first attribute with a link wins;
+        several terms are a frozenset, any of which fits. A style word is never read as broader: one
+        kind of painting may be WordNet's hypernym of another, yet a user who names it asks for it."""
         if self.lexicon is None:
             return None
-        word = phrase.replace(" ", "_")
-        usual = set(self.lexicon.usual_senses(word))
-        kinds = {h for o in self.lexicon.senses(word) for h in (o, *self.lexicon.synset(o).hypernyms)}
+        lex = self.lexicon
+        usual = set(lex.usual_senses(phrase.replace(" ", "_")))
+        every = set(lex.senses(phrase.replace(" ", "_")))
+        kinds = every | {h for o in every for h in lex.synset(o).hypernyms}
         for attribute in ("style", "environment"):
+            same, broader = set(), set()
             for key in self.terms[attribute]:
-                theirs = set(self.lexicon.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
                 if theirs & (usual if attribute == "style" else kinds):
-                    return attribute, key, LEXICON_STRENGTH
+                    same.add(key)
+                elif attribute == "environment" and every & {h for o in theirs for h in lex.synset(o).hypernyms}:
+                    broader.add(key)
+            keys = same or broader
+            if keys:
+                return attribute, next(iter(keys)) if len(keys) == 1 else frozenset(keys), LEXICON_STRENGTH
         return None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
