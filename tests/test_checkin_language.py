@@ -444,6 +444,9 @@ def test_a_purpose_or_a_compound_is_no_absent_subject(checkin, text):
     ("ocarina made after winter 2024", "ocarina-1"),       # a bound on a season of a year
     ("the kite i used on saturday", "kite-2"),             # a weekday: the latest one
     ("ocarina made around christmas last year", "ocarina-2"),  # near a holiday: its month
+    ("the ocarina i last touched in may", "ocarina-1"),    # "touched": when it was last used
+    ("the kite i use constantly", "kite-1"),
+    ("kite 2 please", "kite-2"),                           # a bare number before a polite word
 ])
 def test_more_time_and_usage_phrasings(checkin, text, expected):
     selects(checkin, text, expected)
@@ -616,6 +619,8 @@ def menagerie(tmp_path_factory):
     (("a milk pitcher",), "clarify", {"jug-1", "jug-2"}),              # every jug is a "milk jug": no look to tell them apart
     (("jug minus the ewer one",), "select", {"jug-2"}),                # every jug lists ewer: the description's ewer is meant
     (("the little guy on the quay",), "clarify", {"gecko-2", "jug-2"}),  # "guy" stands for the one shown
+    (("jug, not the one on the quay",), "select", {"jug-1"}),           # the negation reaches over "the one on the"
+    (("a jug from 2024 or later",), "clarify", {"jug-1", "jug-2"}),      # the year and all after it, no "later" one
     (("an ibis in a wheat field",), "no_match", {"field"}),             # a field in a description is no wheat field
     (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces

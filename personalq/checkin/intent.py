@@ -25,7 +25,7 @@ _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revisio
                    r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+|"
                    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
-_TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]))")
+_TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b))")
 _ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
 _ROMAN_VALUES = {"II": 2, "III": 3, "IV": 4, "VI": 6, "VII": 7, "VIII": 8, "IX": 9}
 # "the one before v4", "right after number 2": a version named relative to another.
@@ -42,7 +42,7 @@ _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"use\s+all\s+the\s+time|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:using|use|run)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$)))\b", re.I)  # "do i reach for most"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
@@ -51,7 +51,7 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|loaded)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
@@ -299,7 +299,7 @@ def _in_place_slot(text: str, tok: Token) -> bool:
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|leave\s+out|instead\s+of|rather\s+than)\b"
-                        r"(?:\s+\w+){0,3}\s*$", re.I)
+                        r"(?:\s+\w+){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})

@@ -47,6 +47,9 @@ _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 PATTERNS = [
     ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
+    # "from 2025 or later", "march onwards", "2024 or earlier": the point and everything after (or before) it
+    ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
+                              rf"earlier|before|older|prior)|(onwards?|forwards?))\b", re.I)),
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
@@ -224,6 +227,10 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         year = now.year - (m.group(2).lower() == "last")
         first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))
+    if kind == "open_bound":
+        earlier = (m.group(2) or "").lower() in ("earlier", "before", "older", "prior")
+        bounds = _bound("until" if earlier else "since", m.group(1), now)
+        return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "bound":
         bounds = _bound(m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)
