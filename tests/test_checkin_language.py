@@ -518,6 +518,7 @@ def test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, exp
     (("the red colored one",), "select", {"kite-1"}),                         # "colored" is mostly an adjective
     (("batik kite", "and on the quay?"), "no_match", {"quay", "batik"}),      # "and ..." keeps the batik, like "same"
     (("kite in the meadow", "the pastel version of that"), "no_match", {"pastel", "meadow"}),
+    (("the pastel kite", "and v1 of that one"), "select", {"kite-1"}),       # a version number drops the earlier look
     (("the newer gouache one",), "select", {"ocarina-1"}),                    # nothing chosen yet: the newest that fits
 ])
 def test_phrasings_the_fifth_and_seventh_stranger_batches_showed(checkin, messages, action, expected):
@@ -602,7 +603,7 @@ def _listing(entry_dict: dict, *subject_types: str) -> dict:
 
 @pytest.fixture(scope="module")
 def menagerie(tmp_path_factory):
-    """Two animals, and jugs that every card also lists as "milk jug", "pitcher" and "ewer"."""
+    """Two animals, a velocipede, and jugs that every card also lists as "milk jug", "pitcher" and "ewer"."""
     return checkin_over([
         entry("gecko-1", "gecko", "crochet", "kiln", "2024-02-01T12:00:00Z", "A crocheted gecko set in a border.", 1, 0),
         entry("gecko-2", "gecko", "pastel", "quay", "2024-05-01T12:00:00Z", "A gecko on warm stones.", 2, 0),
@@ -610,6 +611,7 @@ def menagerie(tmp_path_factory):
         _listing(entry("jug-1", "jug", "pastel", "kiln", "2025-01-01T12:00:00Z", "A milk jug shaped like an ewer.", 1, 0),
                  "jug", "milk jug", "pitcher", "ewer"),
         _listing(entry("jug-2", "jug", "pastel", "quay", "2025-03-01T12:00:00Z", "A glazed jug.", 2, 0), "jug", "milk jug", "pitcher", "ewer"),
+        entry("velocipede-1", "velocipede", "batik", "kiln", "2025-06-01T12:00:00Z", "A velocipede leaning on a wall.", 1, 0),
     ], tmp_path_factory, "menagerie")
 
 
@@ -621,6 +623,9 @@ def menagerie(tmp_path_factory):
     (("the little guy on the quay",), "clarify", {"gecko-2", "jug-2"}),  # "guy" stands for the one shown
     (("jug, not the one on the quay",), "select", {"jug-1"}),           # the negation reaches over "the one on the"
     (("a jug from 2024 or later",), "clarify", {"jug-1", "jug-2"}),      # the year and all after it, no "later" one
+    (("my mountain bike",), "no_match", {"bike"}),                     # a kind of bicycle the catalog lacks (a sibling of its velocipede)
+    (("my bike",), "select", {"velocipede-1"}),
+    (("a wine glass",), "no_match", {"wine glass"}),                    # one noun for a thing, though glass alone is a material
     (("an ibis in a wheat field",), "no_match", {"field"}),             # a field in a description is no wheat field
     (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces

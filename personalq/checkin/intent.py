@@ -95,12 +95,14 @@ class Intent:
     def refined(self, other: Intent) -> Intent:
         """This intent changed by a follow-up ("no, the realistic one", "same but for the cat"): each
         attribute the follow-up names replaces its earlier value, a follow-up's exclusion drops the
-        term it excludes, and a follow-up's order word drops earlier version and date points ("car v2",
-        then "the oldest one"). Earlier option clicks answered an earlier question and are dropped."""
+        term it excludes, a follow-up's order word drops earlier version and date points ("car v2",
+        then "the oldest one"), and its version number drops earlier looks, places and dates. Earlier option clicks answered an earlier question and are dropped."""
         named = {c.attribute for c in other.constraints if not c.excluded}
         replaced = set().union(*(_REPLACES.get(a, {a}) for a in named))
         if other.order or other.comparative:
             replaced |= {"version", "created"}
+        if "version" in named:  # "version 2 of that one": a number names one checkpoint of the subject, whatever its look
+            replaced |= {"style", "environment", "cue", "created"}
         excluded = {(c.attribute, c.value) for c in other.constraints if c.excluded}
         wanted = {(c.attribute, c.value) for c in other.constraints if not c.excluded}
         kept = [c for c in self.constraints if c.attribute != "checkpoints"
@@ -188,6 +190,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             continue  # "load the snowy one": a verb that opens the request and takes an object is a command
         if vocabulary.names_thing(tok.key):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
+            return
+        pair = scan.toks[j - 1:j + 1] if j - 1 in unknown and _adjacent(scan.text, scan.toks[j - 1:j + 1]) else []
+        if pair and vocabulary.names_compound_thing(f"{pair[0].key} {tok.key}"):  # "wine glass", though glass is a material
+            _add(intent, ("unknown", f"{pair[0].key} {tok.key}"), pair, exact=True)
             return
         passed.add(j)
 
@@ -498,7 +504,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
-    cues -= {b for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues}  # "wheat field": no "field" of a description
+    compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
+    cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
         cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
     proposals = []
@@ -510,8 +517,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-            if hit and hit[0] != "subject" and _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key):
-                continue  # "embroidered unicorn": the noun that ends the request is what is drawn, no part of a style
+            if hit and hit[0] != "subject" and (_HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
+                                               or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
+                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []
@@ -520,6 +528,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             if hit and strength > max((p[0] for p in singles), default=0.0) and (
                     hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))
+    for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no subject then
+        whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
+        proposals = [p for p in proposals if not (p[3] == (b,) and p[1] == "subject" and (whole or ())[:2] != p[1:3])]
     scan.modifiers |= cues
     resolved: set[int] = set()
     deferred = []

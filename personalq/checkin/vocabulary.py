@@ -225,8 +225,17 @@ class CatalogVocabulary:
                 and not lex.names_creature(word) and not lex.names_place(word))
 
     def is_compound(self, phrase: str) -> bool:
-        """Whether WordNet knows a phrase of several words as one noun ("tape recorder"); without WordNet none is."""
-        return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")))
+        """Whether WordNet knows a phrase of several words as one noun ("tape recorder", "wine glass" as
+        wineglass); without WordNet none is."""
+        return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")) or self.lexicon.senses(phrase.replace(" ", "")))
+
+    def names_compound_thing(self, phrase: str) -> bool:
+        """Whether a phrase is one WordNet noun for a drawable thing, neither a place nor a medium
+        ("wine glass", not "stone pit" or "oil paint")."""
+        if not self.is_compound(phrase):
+            return False
+        word = phrase.replace(" ", "_") if self.lexicon.senses(phrase.replace(" ", "_")) else phrase.replace(" ", "")
+        return self.lexicon.names_thing(word) and not self.lexicon.names_place(word) and not self.lexicon.names_medium(word)
 
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
