@@ -487,6 +487,9 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             continue
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
+        if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "environment") \
+                and vocabulary.is_compound(f"{toks[i].key} {toks[i + 1].key}"):
+            scan.used.add(i)  # "rain forest": one noun for a kind of the catalog's place
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
                 and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS \
                 and not vocabulary.names_creature(toks[i].key):  # "giraffe decal": what is drawn, not how
@@ -504,6 +507,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
+    # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
+    cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
+             and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look

@@ -47,6 +47,9 @@ _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 PATTERNS = [
     ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
+    # "haven't used since march 2025": last used then (the window's words start at "used")
+    ("not_since", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?since\s+"
+                             rf"(?:the\s+)?({_POINT}))\b", re.I)),
     # "from 2025 or later", "march onwards", "2024 or earlier": the point and everything after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
                               rf"earlier|before|older|prior)|(onwards?|forwards?))\b", re.I)),
@@ -227,6 +230,9 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         year = now.year - (m.group(2).lower() == "last")
         first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))
+    if kind == "not_since":
+        span = _point_span(m.group(2), now)
+        return None if span is None else TimeWindow(m.group(1), *span)
     if kind == "open_bound":
         earlier = (m.group(2) or "").lower() in ("earlier", "before", "older", "prior")
         bounds = _bound("until" if earlier else "since", m.group(1), now)
