@@ -607,7 +607,7 @@ def menagerie(tmp_path_factory):
     """Two animals, a velocipede, and jugs that every card also lists as "milk jug", "pitcher" and "ewer"."""
     return checkin_over([
         entry("gecko-1", "gecko", "crochet", "kiln", "2024-02-01T12:00:00Z", "A crocheted gecko set in a border.", 1, 0),
-        entry("gecko-2", "gecko", "pastel", "quay", "2024-05-01T12:00:00Z", "A gecko on warm stones.", 2, 0),
+        entry("gecko-2", "gecko", "pastel", "quay", "2024-05-01T12:00:00Z", "A crimson gecko on warm stones.", 2, 0),
         entry("ibis-1", "ibis", "pastel", "kiln", "2024-08-01T12:00:00Z", "An ibis wearing a ribbon, wading across a field.", 1, 0),
         _listing(entry("jug-1", "jug", "pastel", "kiln", "2025-01-01T12:00:00Z", "A milk jug shaped like an ewer.", 1, 0),
                  "jug", "milk jug", "pitcher", "ewer"),
@@ -629,7 +629,9 @@ def menagerie(tmp_path_factory):
     (("a wine glass",), "no_match", {"wine glass"}),                    # one noun for a thing, though glass alone is a material
     (("an ibis in a wheat field",), "no_match", {"field"}),
     (("my velocipede in the apple orchard",), "select", {"velocipede-1"}),  # one noun for a kind of the catalog's place
-    (("a gecko wearing sunglasses on the quay",), "select", {"gecko-2"}),   # "wearing" tells nothing without what is worn             # a field in a description is no wheat field
+    (("a gecko wearing sunglasses on the quay",), "select", {"gecko-2"}),   # "wearing" tells nothing without what is worn
+    (("the red gecko",), "select", {"gecko-2"}),                        # crimson is a shade of red
+    (("the blue gecko",), "no_match", {"blue"}),             # a field in a description is no wheat field
     (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces
 ])

@@ -514,9 +514,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
         cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
+    shades = {j: vocabulary.shades_of(toks[j].key) for j in content if j not in cues}
+    shades = {j: words for j, words in shades.items() if words}  # "blue" where a description says "navy"
     proposals = []
     for j in content:
-        if j not in cues:
+        if j not in cues and j not in shades:
             hit = vocabulary.similar(toks[j].text.lower())
             if hit and not (hit[0] != "environment" and _in_place_slot(scan.text, toks[j]) and vocabulary.names_place(toks[j].key)):
                 proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
@@ -559,12 +561,14 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             scan.found.add(attribute)
             resolved.update(span)
     subject = intent.subject
+    for j, words in shades.items():
+        intent.constraints.append(Constraint("cue", words, toks[j].text, toks[j].start, toks[j].end))
     for j in sorted(cues - resolved):
         tok = toks[j]
         if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
-    return [j for j in content if j not in resolved and j not in cues]
+    return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.

@@ -244,6 +244,11 @@ class WordNet:
         """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""
         return any(PHYSICAL_ENTITY in self.ancestors(sense, 20) for sense in self.usual_senses(word))
 
+    def colour_senses(self, word: str) -> set[int]:
+        """The word's noun senses that are particular colours, rare ones too ("orange" the colour, not
+        the fruit); "color" itself and "chromatic color" name none in particular."""
+        return {sense for sense in self.senses(word) if self.ancestors(sense, 12).get(COLOR, 0) >= 2}
+
     def names_colour(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a colour ("green", "beige", not "golden")."""
         return any(COLOR in self.ancestors(sense, 12) for sense in self.usual_senses(word))

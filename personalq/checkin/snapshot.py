@@ -48,8 +48,8 @@ class CatalogSnapshot:
         if a in ("subject", "style", "environment"):  # a subject may be several categories ("any animal")
             keys = v if isinstance(v, frozenset) else (v,)
             return set().union(*(self.vocabulary.terms[a].get(k, set()) for k in keys))
-        if a == "cue":
-            return self.vocabulary.cue_words.get(v, set())
+        if a == "cue":  # a word, or the shades that stand for a colour ("navy" for blue)
+            return set().union(*(self.vocabulary.cue_words.get(w, set()) for w in (v if isinstance(v, frozenset) else (v,))))
         if a == "version":  # one number, or the alternatives of "v1 or v2"
             return set().union(*(self.by_version.get(n, set()) for n in (v if isinstance(v, frozenset) else (v,))))
         if a in ("created", "used"):

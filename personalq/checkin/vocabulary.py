@@ -68,6 +68,7 @@ LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embed
 # A word whose usual sense is at most HYPERNYM_MAX_DOWN steps above catalog subjects names them all
 # ("animal" is eight steps above a horse); weaker than any other link.
 HYPERNYM_MAX_DOWN = 10
+SHADE_MAX_UP = 3  # tangerine -> reddish orange -> orange
 HYPERNYM_STRENGTH = 0.05
 # What a style is, in words: an unknown modifier whose bare embedding comes this near one of these
 # reads as a style the catalog lacks ("graffiti" 0.47, "cartoon" 0.39, "anime" 0.38), while plain
@@ -159,6 +160,7 @@ class CatalogVocabulary:
         self._spellers: dict[frozenset[str], Speller] = {}
         self._style_anchors: np.ndarray | None = None
         self._style_cache: dict[str, bool] = {}
+        self._shades: dict[str, set[int]] | None = None  # a colour description word -> its senses' hypernyms
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -236,6 +238,17 @@ class CatalogVocabulary:
             return False
         word = phrase.replace(" ", "_") if self.lexicon.senses(phrase.replace(" ", "_")) else phrase.replace(" ", "")
         return self.lexicon.names_thing(word) and not self.lexicon.names_place(word) and not self.lexicon.names_medium(word)
+
+    def shades_of(self, word: str) -> frozenset[str]:
+        """The description words that name a shade of a colour word the descriptions lack ("navy" for
+        blue): WordNet files each shade under its colour."""
+        colours = self.lexicon.colour_senses(word) if self.lexicon is not None and word not in self.cue_words else set()
+        if not colours:
+            return frozenset()
+        if self._shades is None:
+            self._shades = {w: set().union(*(self.lexicon.ancestors(o, SHADE_MAX_UP) for o in shades))
+                            for w in self.cue_words if (shades := self.lexicon.colour_senses(w))}
+        return frozenset(w for w, above in self._shades.items() if colours & above)
 
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
