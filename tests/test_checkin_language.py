@@ -604,14 +604,16 @@ def _listing(entry_dict: dict, *subject_types: str) -> dict:
 
 @pytest.fixture(scope="module")
 def menagerie(tmp_path_factory):
-    """Two animals, a velocipede, and jugs that every card also lists as "milk jug", "pitcher" and "ewer"."""
+    """Two animals, a velocipede, two lamps, and jugs that every card also lists as "milk jug", "pitcher" and "ewer"."""
     return checkin_over([
-        entry("gecko-1", "gecko", "crochet", "kiln", "2024-02-01T12:00:00Z", "A crocheted gecko set in a border.", 1, 0),
+        entry("gecko-1", "gecko", "crochet", "kiln", "2024-02-01T12:00:00Z", "An old crocheted gecko set in a border.", 1, 0),
         entry("gecko-2", "gecko", "pastel", "quay", "2024-05-01T12:00:00Z", "A crimson gecko on warm stones.", 2, 0),
         entry("ibis-1", "ibis", "pastel", "kiln", "2024-08-01T12:00:00Z", "An ibis wearing a ribbon, wading across a field.", 1, 0),
         _listing(entry("jug-1", "jug", "pastel", "kiln", "2025-01-01T12:00:00Z", "A milk jug shaped like an ewer.", 1, 0),
                  "jug", "milk jug", "pitcher", "ewer"),
         _listing(entry("jug-2", "jug", "pastel", "quay", "2025-03-01T12:00:00Z", "A glazed jug with an apple.", 2, 0), "jug", "milk jug", "pitcher", "ewer"),
+        entry("lamp-1", "lamp", "sepia photo", "kiln", "2025-07-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "kiln", "2025-08-01T12:00:00Z", "A brass lamp.", 2, 0),
         entry("velocipede-1", "velocipede", "batik", "orchard", "2025-06-01T12:00:00Z", "A velocipede leaning on a wall.", 1, 0),
     ], tmp_path_factory, "menagerie")
 
@@ -631,6 +633,7 @@ def menagerie(tmp_path_factory):
     (("my velocipede in the apple orchard",), "select", {"velocipede-1"}),  # one noun for a kind of the catalog's place
     (("a gecko wearing sunglasses on the quay",), "select", {"gecko-2"}),   # "wearing" tells nothing without what is worn
     (("the red gecko",), "select", {"gecko-2"}),                        # crimson is a shade of red
+    (("my lamp", "the old photo one"), "select", {"lamp-1"}),          # no offered lamp is old; one option says photo
     (("the blue gecko",), "no_match", {"blue"}),             # a field in a description is no wheat field
     (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces

@@ -18,7 +18,7 @@ from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
-from personalq.checkin.vocabulary import term_key
+from personalq.checkin.vocabulary import term_key, tokens
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
@@ -258,6 +258,12 @@ class CheckIn:
         return attribute, groups
 
 
+def _options_named(options: list[ClarificationOption], reply: str) -> list[ClarificationOption]:
+    """The offered options whose value shares a word with the reply ("pixel" of a "pixel art" option)."""
+    words = {t.key for t in tokens(reply)}
+    return [o for o in options if words & {t.key for t in tokens(o.value)}]
+
+
 def _term_label(value) -> str:
     """A catalog term as words, or the categories a broader word stands for ("horse or dog")."""
     return " or ".join(sorted(" ".join(k) for k in value)) if isinstance(value, frozenset) else " ".join(value)
@@ -375,11 +381,14 @@ class Conversation:
                 return self.last
             return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(chosen[0].checkpoint_ids), reply)]))
         if asked:  # an answer that fits an offered checkpoint answers the question; else it changes the request
-            before = self.intent
+            before, question = self.intent, self.last
             narrowed = self._narrow(follow)
             if narrowed.action != "no_match":
                 return narrowed
-            self.intent = before
+            self.intent, self.last = before, question
+            named = _options_named(question.options, reply)
+            if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
+                return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(named[0].checkpoint_ids), reply)]))
         chosen = self.last.checkpoint_id if self.last.action == "select" else None
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
