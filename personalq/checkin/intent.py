@@ -96,7 +96,8 @@ class Intent:
         """This intent changed by a follow-up ("no, the realistic one", "same but for the cat"): each
         attribute the follow-up names replaces its earlier value, a follow-up's exclusion drops the
         term it excludes, a follow-up's order word drops earlier version and date points ("car v2",
-        then "the oldest one"), and its version number drops earlier looks, places and dates. Earlier option clicks answered an earlier question and are dropped."""
+        then "the oldest one"), and its version number drops earlier looks, places and dates. Earlier
+        option clicks answered an earlier question and are dropped."""
         named = {c.attribute for c in other.constraints if not c.excluded}
         replaced = set().union(*(_REPLACES.get(a, {a}) for a in named))
         if other.order or other.comparative:

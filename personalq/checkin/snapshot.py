@@ -45,13 +45,15 @@ class CatalogSnapshot:
 
     def matching(self, constraint: Constraint) -> set[str]:
         a, v = constraint.attribute, constraint.value
-        if a in ("subject", "style", "environment"):  # a subject may be several categories ("any animal")
-            keys = v if isinstance(v, frozenset) else (v,)
-            return set().union(*(self.vocabulary.terms[a].get(k, set()) for k in keys))
-        if a == "cue":  # a word, or the shades that stand for a colour ("navy" for blue)
-            return set().union(*(self.vocabulary.cue_words.get(w, set()) for w in (v if isinstance(v, frozenset) else (v,))))
-        if a == "version":  # one number, or the alternatives of "v1 or v2"
-            return set().union(*(self.by_version.get(n, set()) for n in (v if isinstance(v, frozenset) else (v,))))
+        # A frozenset value is alternatives, any of which fits: the categories of "any animal", the
+        # shades that stand for a colour ("navy" for blue), the versions of "v1 or v2".
+        alternatives = v if isinstance(v, frozenset) else (v,)
+        if a in ("subject", "style", "environment"):
+            return set().union(*(self.vocabulary.terms[a].get(k, set()) for k in alternatives))
+        if a == "cue":
+            return set().union(*(self.vocabulary.cue_words.get(w, set()) for w in alternatives))
+        if a == "version":
+            return set().union(*(self.by_version.get(n, set()) for n in alternatives))
         if a in ("created", "used"):
             seconds, months = self._times[a]
             mask = ~np.isnan(seconds)

@@ -68,8 +68,8 @@ LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embed
 # A word whose usual sense is at most HYPERNYM_MAX_DOWN steps above catalog subjects names them all
 # ("animal" is eight steps above a horse); weaker than any other link.
 HYPERNYM_MAX_DOWN = 10
-SHADE_MAX_UP = 3  # tangerine -> reddish orange -> orange
 HYPERNYM_STRENGTH = 0.05
+SHADE_MAX_UP = 3  # a description's shade is at most this far below the colour asked for: tangerine -> reddish orange -> orange
 # What a style is, in words: an unknown modifier whose bare embedding comes this near one of these
 # reads as a style the catalog lacks ("graffiti" 0.47, "cartoon" 0.39, "anime" 0.38), while plain
 # modifiers stay below ("favorite" 0.21, "wild" 0.21, "wooden" 0.31); MiniLM cosine similarities.
@@ -226,18 +226,22 @@ class CatalogVocabulary:
         return (lex is not None and len(word) > 2 and lex.is_mainly_noun(word) and lex.names_physical(word)
                 and not lex.names_creature(word) and not lex.names_place(word))
 
+    def _compound(self, phrase: str) -> str | None:
+        """The WordNet noun a phrase of several words is ("tape_recorder", "wineglass" for "wine glass"), if any."""
+        if self.lexicon is None:
+            return None
+        return next((word for word in (phrase.replace(" ", "_"), phrase.replace(" ", "")) if self.lexicon.senses(word)), None)
+
     def is_compound(self, phrase: str) -> bool:
-        """Whether WordNet knows a phrase of several words as one noun ("tape recorder", "wine glass" as
-        wineglass); without WordNet none is."""
-        return self.lexicon is not None and bool(self.lexicon.senses(phrase.replace(" ", "_")) or self.lexicon.senses(phrase.replace(" ", "")))
+        """Whether WordNet knows a phrase of several words as one noun; without WordNet none is."""
+        return self._compound(phrase) is not None
 
     def names_compound_thing(self, phrase: str) -> bool:
         """Whether a phrase is one WordNet noun for a drawable thing, neither a place nor a medium
         ("wine glass", not "stone pit" or "oil paint")."""
-        if not self.is_compound(phrase):
-            return False
-        word = phrase.replace(" ", "_") if self.lexicon.senses(phrase.replace(" ", "_")) else phrase.replace(" ", "")
-        return self.lexicon.names_thing(word) and not self.lexicon.names_place(word) and not self.lexicon.names_medium(word)
+        word = self._compound(phrase)
+        return word is not None and self.lexicon.names_thing(word) and not self.lexicon.names_place(word) \
+            and not self.lexicon.names_medium(word)
 
     def shades_of(self, word: str) -> frozenset[str]:
         """The description words that name a shade of a colour word the descriptions lack ("navy" for
