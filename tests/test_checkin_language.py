@@ -629,14 +629,14 @@ def menagerie(tmp_path_factory):
     (("my mountain bike",), "no_match", {"bike"}),                     # a kind of bicycle the catalog lacks (a sibling of its velocipede)
     (("my bike",), "select", {"velocipede-1"}),
     (("a wine glass",), "no_match", {"wine glass"}),                    # one noun for a thing, though glass alone is a material
-    (("an ibis in a wheat field",), "no_match", {"field"}),
+    (("an ibis in a wheat field",), "no_match", {"field"}),             # a field in a description is no wheat field
     (("my velocipede in the apple orchard",), "select", {"velocipede-1"}),  # one noun for a kind of the catalog's place
     (("a gecko wearing sunglasses on the quay",), "select", {"gecko-2"}),   # "wearing" tells nothing without what is worn
     (("the red gecko",), "select", {"gecko-2"}),                        # crimson is a shade of red
     (("my lamp", "the old photo one"), "select", {"lamp-1"}),          # no offered lamp is old; one option says photo
-    (("the blue gecko",), "no_match", {"blue"}),             # a field in a description is no wheat field
+    (("the blue gecko",), "no_match", {"blue"}),                       # no description names a shade of blue
     (("the ibis by the furnace",), "select", {"ibis-1"}),               # WordNet files a kiln under furnace
     (("the crocheted gecko", "same but in pastel"), "select", {"gecko-2"}),  # "crocheted" was the style, which "same but" replaces
 ])
-def test_broad_words_setting_verbs_shared_names_and_stand_ins(menagerie, messages, action, expected):
+def test_broad_words_compounds_shades_and_answers_on_a_small_catalog(menagerie, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(menagerie, messages, action, expected)
