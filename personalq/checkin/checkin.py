@@ -18,7 +18,7 @@ from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
-from personalq.checkin.vocabulary import term_key, tokens
+from personalq.checkin.vocabulary import CatalogVocabulary, term_key, tokens
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
@@ -278,7 +278,7 @@ def _comparative_as_order(intent: Intent) -> Intent:
     return intent
 
 
-def _exclusions_as_descriptions(sets: list[tuple[Constraint, set[str]]], vocabulary) -> list[tuple[Constraint, set[str]]]:
+def _exclusions_as_descriptions(sets: list[tuple[Constraint, set[str]]], vocabulary: CatalogVocabulary) -> list[tuple[Constraint, set[str]]]:
     """"car minus the sedan one", where every car card also lists sedan as a subject: ruling the
     term out would leave no car at all, so the user means the cards whose descriptions say it."""
     wanted = [ids for c, ids in sets if c.attribute == "subject" and not c.excluded]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,11 +140,11 @@ class CatalogVocabulary:
             for phrase in fields["subject"]:
                 if term_key(phrase):
                     self.term_categories[term_key(phrase)].add(category)
-            for tok in tokens(f"{card.description} {' '.join(card.environment)}"):
+            described = tokens(card.description)
+            for tok in described + tokens(" ".join(card.environment)):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
-            keys = [t.key for t in tokens(card.description)]
-            self.description_pairs.update(zip(keys, keys[1:]))
+            self.description_pairs.update((a.key, b.key) for a, b in zip(described, described[1:]))
         self._places_in_descriptions(cards)
         self._drop_common_cues(len(cards))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
@@ -155,7 +155,9 @@ class CatalogVocabulary:
         self._word_cache: dict[str, tuple[str, tuple[str, ...], float] | None] = {}
         self._sense_terms: dict[int, set[tuple[str, ...]]] | None = None  # a term's WordNet sense -> terms
         self._parent_terms: dict[int, set[tuple[str, ...]]] = {}  # a direct hypernym of a term's sense -> terms
-        self._sense_ancestors: dict[int, set[int]] | None = None  # a term's WordNet sense -> its hypernyms, far up
+        self._sense_ancestors: dict[int, Collection[int]] | None = None  # a term's WordNet sense -> its hypernyms, far up
+        # (attribute, style or place term) -> its WordNet senses and their direct hypernyms
+        self._term_senses: dict[tuple[str, tuple[str, ...]], tuple[set[int], set[int]]] | None = None
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
         self._spellers: dict[frozenset[str], Speller] = {}
         self._style_anchors: np.ndarray | None = None
@@ -467,16 +469,22 @@ class CatalogVocabulary:
         if self.lexicon is None:
             return None
         lex = self.lexicon
-        usual = set(lex.usual_senses(phrase.replace(" ", "_")))
-        every = set(lex.senses(phrase.replace(" ", "_")))
+        word = phrase.replace(" ", "_")
+        usual, every = set(lex.usual_senses(word)), set(lex.senses(word))
         kinds = every | {h for o in every for h in lex.synset(o).hypernyms}
+        if self._term_senses is None:  # once per catalog revision, not per word
+            self._term_senses = {}
+            for attribute in ("style", "environment"):
+                for key in self.terms[attribute]:
+                    theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                    self._term_senses[(attribute, key)] = theirs, {h for o in theirs for h in lex.synset(o).hypernyms}
         for attribute in ("style", "environment"):
             same, broader = set(), set()
             for key in self.terms[attribute]:
-                theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                theirs, parents = self._term_senses[(attribute, key)]
                 if theirs & (usual if attribute == "style" else kinds):
                     same.add(key)
-                elif attribute == "environment" and every & {h for o in theirs for h in lex.synset(o).hypernyms}:
+                elif attribute == "environment" and every & parents:
                     broader.add(key)
             keys = same or broader
             if keys:
