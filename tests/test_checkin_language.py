@@ -145,7 +145,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("the ocarina on a boat", "boat"), ("the ocarina at the circus", "circus"),
                                          ("my kite on the subway", "subway"),  # a place in a rarer sense
                                          ("walrus batik", "walrus"), ("my albatross gouache", "albatross"),  # a creature before a style
-                                         ("a walrus swimming", "walrus")])  # "swimming" is no head noun
+                                         ("a walrus swimming", "walrus"),  # "swimming" is no head noun
+                                         ("my kite going down a river", "river"), ("the ocarina down a mine shaft", "shaft")])
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -155,6 +156,11 @@ def test_a_setting_the_catalog_lacks_offers_the_subjects_checkpoints(checkin):
     """"my kite in the rain": the kites fit everything but the rain, so they are what the user is offered."""
     result = checkin.ask("my kite in the rain", now=NOW)
     assert result.action == "no_match" and set(result.nearest) == {"kite-1", "kite-2", "kite-3"}, result
+
+
+def test_a_word_before_a_known_place_only_modifies_it(checkin):
+    """"the harbor quay": the quay is the place; "harbor" alone would have been one the catalog lacks."""
+    selects(checkin, "the ocarina on the harbor quay", "ocarina-2")
 
 
 @pytest.mark.parametrize("text", ["a kite not in the rain", "my kite in a scarf", "my kite at dusk", "my kite on fire",

@@ -258,9 +258,14 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     """A leftover place or weather word after "in"/"at"/"on"... ("my dog in the rain", "at the ocean")
     asks for a setting no checkpoint was trained in; it is a constraint like a known place ("on the
     beach"), so the answer is a no-match that offers the nearest checkpoints, not any of them silently.
-    A leftover that names no place ("in a poncho", "at dusk") stays prompt context."""
+    A leftover that names no place ("in a poncho", "at dusk") stays prompt context, as does one that
+    only modifies the place after it ("through the boat shed": the shed is the place; not "on a diner
+    counter", where the counter is a detail of the picture)."""
     for j in unknown:
         tok = scan.toks[j]
+        head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
+        if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
+            continue
         if _in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
@@ -294,9 +299,10 @@ def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> li
     return run
 
 
-# "in the rain", "at the ocean", "by a tram stop": where a noun names the picture's setting, never a
+# "in the rain", "at the ocean", "by a tram stop", "down a river": where a noun names the picture's setting, never a
 # look ("rain" is not watercolor). A setting no card names is one the catalog lacks (_absent_setting).
-_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over)\s+"
+_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over|"
+                         r"down|up|through|into|among|amid|amongst|within|beneath|below|behind)\s+"
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
 
