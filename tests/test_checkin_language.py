@@ -646,3 +646,35 @@ def menagerie(tmp_path_factory):
 ])
 def test_broad_words_compounds_shades_and_answers_on_a_small_catalog(menagerie, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(menagerie, messages, action, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the kite i haven't gotten around to using",), "select", {"kite-3"}),  # "haven't" is no "haven"
+    (("the kite i never actually got around to using",), "select", {"kite-3"}),
+    (("the kite i always end up using",), "select", {"kite-1"}),
+    (("that kite i keep using",), "select", {"kite-1"}),
+    (("just load whatever i use the most",), "select", {"kite-1"}),          # a command after a filler word
+    (("forget the ocarina, give me the kite on the quay",), "select", {"kite-3"}),  # "forget" rules the ocarina out
+    (("is there a hot air balloon one?",), "no_match", {"balloon"}),
+    (("something on the quay, wearing a hat",), "clarify", {"kite-3", "ocarina-2"}),  # "wearing" is a verb here, no thing
+    (("the 2024 kite",), "select", {"kite-1"}),                              # a year alone is when it was made
+    (("a kite from 2024 or 2025",), "clarify", {"kite-1", "kite-2", "kite-3"}),  # either year, not both at once
+    (("the kite from march or September",), "clarify", {"kite-1", "kite-2"}),  # either month
+])
+def test_phrasings_the_ninth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_what_the_picture_is_for_is_no_look(menagerie):
+    """"the lamp for my wall": only the velocipede's description has a wall, yet the wall is where the
+    picture goes, not what it shows."""
+    test_phrasings_a_fourth_stranger_batch_showed(menagerie, ("the lamp for my wall",), "clarify", {"lamp-1", "lamp-2"})
+
+
+def test_a_broader_word_for_the_requests_own_place_is_no_place_of_its_own():
+    """"in snowy weather": the snow is the place; the weather is only a broader word for it."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"environment": ["snow"]}, {"environment": ["cellar"]})
+    constraints = parse_intent("my zither in snowy weather", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert [(c.attribute, c.value) for c in constraints] == [("subject", ("zither",)), ("environment", ("snow",))]

@@ -42,11 +42,11 @@ _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:using|use|run)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$)))\b", re.I)  # "do i reach for most"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
-                         r"never\s+(?:\w+\s+){1,3}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
+                         r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
@@ -179,7 +179,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     catalog lacks; a leftover that names nothing drawable ("hi", "surprise", "cgi") is passed over."""
     passed = set(scan.modifiers)
     for j in unknown:
-        if not (scan.in_subject_slot(j, passed) or _THING_OF.search(scan.text[:scan.toks[j].start])):
+        first = j
+        while first - 1 in passed:  # "is there a hot air balloon": the slot is before the whole noun
+            first -= 1
+        if not (scan.in_subject_slot(j, passed) or _THING_OF.search(scan.text[:scan.toks[first].start])):
             continue
         tok = scan.toks[j]
         after = scan.toks[j + 1].key if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else ""
@@ -187,8 +190,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             # "pet giraffe", "dealers choice": the last noun is the head; "a wolf howling" has a verb there
             passed.add(j)
             continue
-        if _PURPOSE.search(scan.text[:tok.start]) or (j == 0 and _COMMAND.match(scan.text, tok.end) and vocabulary.is_verb(tok.key)):
-            continue  # "load the snowy one": a verb that opens the request and takes an object is a command
+        takes_object = _COMMAND.match(scan.text, tok.end) and _is_verb(tok.key, vocabulary)
+        opens = all(t.key in CHAT_WORDS for t in scan.toks[:j])  # "just load whatever i use", not "my car one"
+        if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")):
+            continue  # "load the snowy one": a command; "wearing a hat": what the picture newly shows
         if vocabulary.names_thing(tok.key):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
@@ -199,10 +204,16 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         passed.add(j)
 
 
+def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
+    """The word as typed, or the verb of its "-ing" form ("wearing", "sitting"), is a verb."""
+    stems = [key[:-3], key[:-3] + "e", key[:-4]] if key.endswith("ing") else []
+    return any(vocabulary.is_verb(stem) for stem in [key, *stems] if len(stem) > 1)
+
+
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get)\s+(?:me\s+)?(?=a|an|any|some))"
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get|is\s+there|are\s+there)\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak"
-_COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one)\b", re.I)
+_COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)
 # "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
 _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+\s+)?$", re.I)
 
@@ -260,12 +271,16 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     beach"), so the answer is a no-match that offers the nearest checkpoints, not any of them silently.
     A leftover that names no place ("in a poncho", "at dusk") stays prompt context, as does one that
     only modifies the place after it ("through the boat shed": the shed is the place; not "on a diner
-    counter", where the counter is a detail of the picture)."""
+    counter", where the counter is a detail of the picture) or only restates the request's own place
+    in broader words ("in snowy weather")."""
     for j in unknown:
         tok = scan.toks[j]
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
             continue
+        if any(vocabulary.is_above(tok.key, "environment", key) for c in intent.constraints if c.attribute == "environment"
+               for key in (c.value if isinstance(c.value, frozenset) else (c.value,))):
+            continue  # "in snowy weather": the weather is the snow
         if _in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
@@ -311,7 +326,7 @@ def _in_place_slot(text: str, tok: Token) -> bool:
 
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
-                        r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|leave\s+out|instead\s+of|rather\s+than)\b"
+                        r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
@@ -517,6 +532,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
+    # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
+    cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look

@@ -68,7 +68,8 @@ PATTERNS = [
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
     ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
-    ("year", re.compile(r"\b(?:in|from|during|of|since|or|and|nor)\s+((?:19|20)\d\d)\b", re.I)),
+    # "in 2025", "the 2025 one", "my 2024 dog": a year alone is when it was made; not a count ("2000 images")
+    ("year", re.compile(r"\b(?:(?:in|from|during|of|since|or|and|nor)\s+)?((?:19|20)\d\d)\b(?!\s*(?:images|pictures|pics|photos|samples|steps))", re.I)),
 ]
 
 
@@ -212,7 +213,27 @@ def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, i
                 continue
             found.append((window, m.start(), m.end()))
             taken[m.start():m.end()] = [True] * (m.end() - m.start())
-    return sorted(found, key=lambda f: f[1])
+    return _alternatives_joined(text, sorted(found, key=lambda f: f[1]))
+
+
+def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) -> list[tuple[TimeWindow, int, int]]:
+    """"from 2024 or 2025", "in march or april": two windows joined by "or" are one window over both,
+    not two that must both hold (which nothing can): touching spans, or months of any year."""
+    joined: list[tuple[TimeWindow, int, int]] = []
+    for window, start, end in found:
+        first, first_start, first_end = joined[-1] if joined else (None, 0, 0)
+        between = f"{text[first_end:start]} {window.words}".lower()
+        if first is not None and re.fullmatch(r"[\s,]*or\s.*", between):
+            words = text[first_start:end]
+            if first.months and window.months and None is first.start is first.end is window.start is window.end:
+                joined[-1] = (TimeWindow(words, months=tuple(sorted({*first.months, *window.months}))), first_start, end)
+                continue
+            if not (first.months or window.months) and None not in (first.start, first.end, window.start, window.end) \
+                    and first.start <= window.end and window.start <= first.end:
+                joined[-1] = (TimeWindow(words, min(first.start, window.start), max(first.end, window.end)), first_start, end)
+                continue
+        joined.append((window, start, end))
+    return joined
 
 
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:

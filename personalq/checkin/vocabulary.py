@@ -34,7 +34,7 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil".split()
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just".split()
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
 # the card shows and never name a subject of their own. A hand list, for the reason above.
@@ -49,6 +49,9 @@ MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 # The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
 BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
+# "in snowy weather": a place word this few steps above the request's own place
+# only restates it (snow is weather two steps down).
+PLACE_ABOVE_MAX_UP = 3
 # WordNet links a word to a subject term when the word's usual noun sense (its most frequent one)
 # is a sense of the term or a kind of it at most LEXICON_MAX_UP hypernym steps down ("steed" ->
 # warhorse -> saddle horse -> horse), or is the term's direct hypernym ("timepiece" for watch).
@@ -101,8 +104,13 @@ class Token:
     end: int
 
 
+# "haven't", "didn't": the word before "n't" is an auxiliary with a negation, never a noun ("haven").
+_NEGATED = re.compile(r"n['’]t\b", re.I)
+
+
 def tokens(text: str) -> list[Token]:
-    return [Token(m.group(), norm(m.group()), m.start(), m.end()) for m in _WORD.finditer(text)]
+    return [Token(m.group(), "not" if m.group()[-1:].lower() == "n" and _NEGATED.match(text, m.end() - 1) else norm(m.group()),
+                  m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
 def term_key(phrase: str) -> tuple[str, ...]:
@@ -255,6 +263,15 @@ class CatalogVocabulary:
             self._shades = {w: set().union(*(self.lexicon.ancestors(o, SHADE_MAX_UP) for o in shades))
                             for w in self.cue_words if (shades := self.lexicon.colour_senses(w))}
         return frozenset(w for w, above in self._shades.items() if colours & above)
+
+    def is_above(self, word: str, attribute: str, key: tuple[str, ...]) -> bool:
+        """Whether a sense of the word is at most PLACE_ABOVE_MAX_UP hypernym steps above a sense of the
+        term: "weather" above snow; without WordNet none is."""
+        if self.lexicon is None:
+            return False
+        senses = set(self.lexicon.senses(word))
+        label = self.labels.get((attribute, key), " ".join(key)).replace(" ", "_")
+        return any(senses & self.lexicon.ancestors(o, PLACE_ABOVE_MAX_UP).keys() for o in self.lexicon.senses(label))
 
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
