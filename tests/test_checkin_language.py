@@ -678,3 +678,18 @@ def test_a_broader_word_for_the_requests_own_place_is_no_place_of_its_own():
     vocabulary = zither_vocabulary({"environment": ["snow"]}, {"environment": ["cellar"]})
     constraints = parse_intent("my zither in snowy weather", vocabulary, datetime.fromisoformat(NOW)).constraints
     assert [(c.attribute, c.value) for c in constraints] == [("subject", ("zither",)), ("environment", ("snow",))]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("a dyed kite", "kite-1"),                          # batik: "a dyed fabric; a removable wax ..."
+    ("the ocarina in opaque watercolor", "ocarina-1"),  # gouache: "an opaque watercolor prepared with gum"
+])
+def test_a_style_described_in_the_words_of_its_definition_is_that_style(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+@pytest.mark.parametrize("text", ["a wax kite", "a gum ocarina"])
+def test_a_lone_noun_of_a_definition_names_no_style(checkin, text):
+    """Batik's definition has "wax" and gouache's "gum", yet a lone noun is in too many definitions
+    to name one style: here it is a material the catalog lacks."""
+    assert checkin.ask(text, now=NOW).action != "select", text

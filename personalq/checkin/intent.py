@@ -550,8 +550,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
             if hit and hit[0] != "subject" and (_HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
+                                               and not vocabulary.names_art_form(toks[b].key)
                                                or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
-                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place
+                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque watercolor" is)
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []

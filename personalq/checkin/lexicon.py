@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import mmap
 import os
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,6 +62,7 @@ class Synset:
     offset: int
     lemmas: tuple[str, ...]  # as written: "Black" (a person) keeps its capital, "black" (the colour) does not
     hypernyms: tuple[int, ...]  # direct hypernyms and instance hypernyms, nouns only
+    definition: str = ""  # the gloss without its examples: "decorative needlework"
 
 
 class WordNet:
@@ -187,10 +189,7 @@ class WordNet:
 
     def is_word(self, word: str) -> bool:
         """Whether WordNet knows the word, or a plain inflection of it, in any part of speech."""
-        lemma = word.lower()
-        forms = [lemma] + [lemma[: -len(suffix)] + base for suffix, base in _INFLECTIONS
-                           if lemma.endswith(suffix) and len(lemma) > len(suffix) + 2]
-        for form in forms:
+        for form in word_forms(word.lower()):
             key = form.encode("utf-8", "ignore")
             if any(self._line(name, key) for name in _WORD_FILES if name in self._maps):
                 return True
@@ -260,7 +259,8 @@ class WordNet:
         line = self._line("data.noun", b"%08d" % offset)
         if line is None:
             raise KeyError(offset)
-        fields = line.decode().split(" | ", 1)[0].split()
+        head, _, gloss = line.decode().partition(" | ")
+        fields = head.split()
         count = int(fields[3], 16)
         lemmas = tuple(fields[4 + 2 * i] for i in range(count))
         i = 4 + 2 * count
@@ -270,10 +270,15 @@ class WordNet:
             if symbol in ("@", "@i") and pos == "n":
                 hypernyms.append(target)
             i += 4
-        found = Synset(offset, lemmas, tuple(hypernyms))
+        found = Synset(offset, lemmas, tuple(hypernyms), gloss.split('; "', 1)[0].strip())
         with self._lock:
             self._synsets[offset] = found
         return found
+
+    def defined_words(self, offset: int) -> frozenset[str]:
+        """The words of a sense's definition and their base forms ("folding": fold): what a user who
+        describes a craft instead of naming it may say ("water-soluble pigment" for watercolor)."""
+        return frozenset(f for w in re.findall(r"[a-z]+", self.synset(offset).definition.lower()) for f in word_forms(w))
 
     def ancestors(self, offset: int, depth: int) -> dict[int, int]:
         """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""
@@ -284,6 +289,11 @@ class WordNet:
             for h in frontier:
                 hops.setdefault(h, step)
         return hops
+
+
+def word_forms(word: str) -> set[str]:
+    """The word and the bases its regular inflections may stand for: "thickly" -> thick, "carved" -> carve."""
+    return {word} | {word[: -len(suffix)] + base for suffix, base in _INFLECTIONS if word.endswith(suffix) and len(word) > len(suffix) + 2}
 
 
 def wordnet_root() -> Path | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from personalq.checkin.lexicon import WordNet, wordnet
+from personalq.checkin.lexicon import ART_FORMS, PHYSICAL_ENTITY, WordNet, word_forms, wordnet
 from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -72,6 +72,9 @@ LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embed
 # ("animal" is eight steps above a horse); weaker than any other link.
 HYPERNYM_MAX_DOWN = 10
 HYPERNYM_STRENGTH = 0.05
+# A style described in its WordNet definition's words ("soluble pigment"): read before the embedder,
+# which puts such a phrase near whatever style sounds alike, yet weaker than every link on its own.
+DEFINITION_STRENGTH = 0.04
 SHADE_MAX_UP = 3  # a description's shade is at most this far below the colour asked for: tangerine -> reddish orange -> orange
 # What a style is, in words: an unknown modifier whose bare embedding comes this near one of these
 # reads as a style the catalog lacks ("graffiti" 0.47, "cartoon" 0.39, "anime" 0.38), while plain
@@ -171,6 +174,7 @@ class CatalogVocabulary:
         self._style_anchors: np.ndarray | None = None
         self._style_cache: dict[str, bool] = {}
         self._shades: dict[str, set[int]] | None = None  # a colour description word -> its senses' hypernyms
+        self._style_definitions: dict[tuple[str, ...], list[frozenset[str]]] | None = None  # a style -> its senses' definition words
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -335,7 +339,7 @@ class CatalogVocabulary:
         to its category when the word is broader."""
         if phrase in self._word_cache:
             return self._word_cache[phrase]
-        found = self._by_spelling(phrase)
+        found = self._by_spelling(phrase) or self._style_by_definition(phrase)
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
@@ -507,6 +511,29 @@ class CatalogVocabulary:
             if keys:
                 return attribute, next(iter(keys)) if len(keys) == 1 else frozenset(keys), LEXICON_STRENGTH
         return None
+
+    def _style_by_definition(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The one style whose WordNet definition holds every word of a phrase that describes it
+        instead of naming it: "soluble pigment" (a watercolor: "a water-base paint (with water-soluble
+        pigments)"). A single word counts only as a verb's past participle ("carved",
+        "dyed"): a lone noun or adjective ("wax", "small") is in too many definitions to name one.
+        Only senses that are things or kinds of art are read: a style's name may also be a disease."""
+        lex = self.lexicon
+        words = [w for w in phrase.split() if w not in STOP_WORDS and len(w) >= 3]
+        if lex is None or not words or not self.terms["style"]:
+            return None
+        word = words[0]
+        participle = word.endswith("ed") and not lex.senses(word) and any(lex.is_verb(word[:-n]) for n in (1, 2, 3))  # dyed, carved, stopped
+        if len(words) == 1 and not participle:
+            return None
+        if self._style_definitions is None:
+            self._style_definitions = {
+                key: [lex.defined_words(o) for o in lex.senses(self.labels[("style", key)].replace(" ", "_"))
+                      if PHYSICAL_ENTITY in (above := lex.ancestors(o, 20)) or ART_FORMS & above.keys()]
+                for key in self.terms["style"]}
+        styles = [key for key, definitions in self._style_definitions.items()
+                  if any(all(word_forms(w) & defined for w in words) for defined in definitions)]
+        return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
         """"a watercolor animal", "any bird": a word whose usual sense is an ancestor of catalog
