@@ -146,7 +146,8 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("my kite on the subway", "subway"),  # a place in a rarer sense
                                          ("walrus batik", "walrus"), ("my albatross gouache", "albatross"),  # a creature before a style
                                          ("a walrus swimming", "walrus"),  # "swimming" is no head noun
-                                         ("my kite going down a river", "river"), ("the ocarina down a mine shaft", "shaft")])
+                                         ("my kite going down a river", "river"), ("the ocarina down a mine shaft", "shaft"),
+                                         ("my kite in the forest", "forest")])  # WordNet files a forest as plant life
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -693,3 +694,13 @@ def test_a_lone_noun_of_a_definition_names_no_style(checkin, text):
     """Batik's definition has "wax" and gouache's "gum", yet a lone noun is in too many definitions
     to name one style: here it is a material the catalog lacks."""
     assert checkin.ask(text, now=NOW).action != "select", text
+
+
+def test_a_participle_the_definition_only_has_in_another_form_names_no_style():
+    """Watercolor is "a painting produced with watercolors", yet "painted" may be said of any painting."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"style_tags": ["watercolor"]}, {"style_tags": ["batik"]})
+    constraints = parse_intent("my painted zither", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert ("style", ("watercolor",)) not in [(c.attribute, c.value) for c in constraints]
+    assert vocabulary.similar("dyed")[:2] == ("style", ("batik",))  # "a dyed fabric": written so in the definition

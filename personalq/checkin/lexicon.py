@@ -38,10 +38,11 @@ COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils"
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
-# atmospheric_phenomenon.n.01 (rain, snow, a storm) and cloud.n.01 (fog, mist): a word below one of
+# atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist) and vegetation.n.01
+# (a forest, the woods, the undergrowth: WordNet files them as plant life, not land): a word below one of
 # them names where or in what weather a picture is set, that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
-PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690})
+PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690, 8436759})
 # clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
 # usually names an hour or a part of the day is lighting, never a place.
 TIMES = frozenset({15129927, 15113229})
@@ -276,9 +277,9 @@ class WordNet:
         return found
 
     def defined_words(self, offset: int) -> frozenset[str]:
-        """The words of a sense's definition and their base forms ("folding": fold): what a user who
-        describes a craft instead of naming it may say ("water-soluble pigment" for watercolor)."""
-        return frozenset(f for w in re.findall(r"[a-z]+", self.synset(offset).definition.lower()) for f in word_forms(w))
+        """The words of a sense's definition: what a user who describes a craft instead of naming it
+        may say ("water-soluble pigment" for watercolor)."""
+        return frozenset(re.findall(r"[a-z]+", self.synset(offset).definition.lower()))
 
     def ancestors(self, offset: int, depth: int) -> dict[int, int]:
         """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""

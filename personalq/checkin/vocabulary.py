@@ -515,8 +515,9 @@ class CatalogVocabulary:
     def _style_by_definition(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The one style whose WordNet definition holds every word of a phrase that describes it
         instead of naming it: "soluble pigment" (a watercolor: "a water-base paint (with water-soluble
-        pigments)"). A single word counts only as a verb's past participle ("carved",
-        "dyed"): a lone noun or adjective ("wax", "small") is in too many definitions to name one.
+        pigments)"). A single word counts only as a verb's past participle written in the definition
+        ("carved", "dyed"): a lone noun or adjective ("wax", "small") is in too many definitions to name
+        one, and a participle of another form ("painted" for "painting") may be said of any painting.
         Only senses that are things or kinds of art are read: a style's name may also be a disease."""
         lex = self.lexicon
         words = [w for w in phrase.split() if w not in STOP_WORDS and len(w) >= 3]
@@ -531,8 +532,12 @@ class CatalogVocabulary:
                 key: [lex.defined_words(o) for o in lex.senses(self.labels[("style", key)].replace(" ", "_"))
                       if PHYSICAL_ENTITY in (above := lex.ancestors(o, 20)) or ART_FORMS & above.keys()]
                 for key in self.terms["style"]}
-        styles = [key for key, definitions in self._style_definitions.items()
-                  if any(all(word_forms(w) & defined for w in words) for defined in definitions)]
+
+        def described(defined: frozenset[str]) -> bool:  # a lone participle as written, or each word in any form ("folding": fold)
+            forms = {f for w in defined for f in word_forms(w)}
+            return word in defined if len(words) == 1 else all(word_forms(w) & forms for w in words)
+
+        styles = [key for key, definitions in self._style_definitions.items() if any(map(described, definitions))]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
