@@ -125,7 +125,8 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
             assert hits == {truth["checkpoint_id"]}, r["instance_id"]
 
 
-@pytest.mark.parametrize("catalog", ["atelier", "harbor", "grove", "loft", "pier", "vault", "dune", "ember", "mesa", "opal", "cove", "tarn", "bramble", "sedge"])
+@pytest.mark.parametrize("catalog", ["atelier", "harbor", "grove", "loft", "pier", "vault", "dune", "ember", "mesa", "opal", "cove", "tarn", "bramble", "sedge",
+                                     "scree", "loam", "gorse"])
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()
