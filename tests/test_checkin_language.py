@@ -661,6 +661,10 @@ def test_broad_words_compounds_shades_and_answers_on_a_small_catalog(menagerie, 
     (("the 2024 kite",), "select", {"kite-1"}),                              # a year alone is when it was made
     (("a kite from 2024 or 2025",), "clarify", {"kite-1", "kite-2", "kite-3"}),  # either year, not both at once
     (("the kite from march or September",), "clarify", {"kite-1", "kite-2"}),  # either month
+    (("kite made after 2025 started",), "clarify", {"kite-2", "kite-3"}),      # from its start, not after its end
+    (("the kite i used at the start of this month",), "clarify", {"kite-1", "kite-2"}),  # used, not made, this month
+    (("the kite as a photo",), "no_match", {"photo"}),                       # a photograph as the look, which no card has
+    (("a photo of my kite",), "clarify", {"kite-1", "kite-2", "kite-3"}),   # only a picture
 ])
 def test_phrasings_the_ninth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

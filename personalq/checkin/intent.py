@@ -51,7 +51,8 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|loaded)\s+(?:\w+\s+){0,2}$", re.I)  # "used it back in august", "used this halloween"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|loaded)\s+(?:\w+\s+){0,2}"
+                          r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "used at the start of"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
@@ -230,10 +231,22 @@ _AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
 _STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
+# "as a photo", "like a real photo", "an actual photo of": a photograph is how it looks, while "a
+# photo of my dog" only asks for a picture (so "photo" alone is a domain word).
+_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b", re.I)
+
+
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
     words right before the subject that read as a style ("graffiti sled", "anime lynx"),
-    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art")."""
+    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art").
+    A photograph asked for as a look is the catalog's photorealistic style, or one it lacks."""
+    photo = _AS_PHOTO.search(scan.text)
+    if photo:
+        hit = vocabulary.similar("photorealistic")
+        attribute, value = hit[:2] if hit and hit[0] == "style" else ("unknown", "photo")
+        intent.constraints.append(Constraint(attribute, value, photo.group(0), photo.start(), photo.end(), exact=attribute == "unknown"))
+        return
     for j in unknown:
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)

@@ -53,7 +53,8 @@ PATTERNS = [
     # "from 2025 or later", "march onwards", "2024 or earlier": the point and everything after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
                               rf"earlier|before|older|prior)|(onwards?|forwards?))\b", re.I)),
-    ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})\b", re.I)),
+    # "after 2025 started": from the point's start on, as "since 2025"
+    ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
     # "around christmas", "right before xmas last year": near the holiday is its month
@@ -259,7 +260,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         bounds = _bound("until" if earlier else "since", m.group(1), now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "bound":
-        bounds = _bound(m.group(1).lower(), m.group(2), now)
+        bounds = _bound("since" if m.group(3) else m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "date":
         moment = _moment(m.group(1), now)
