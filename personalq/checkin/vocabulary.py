@@ -336,7 +336,8 @@ class CatalogVocabulary:
         """The vocabulary term an unknown word or phrase stands for, if any is close enough, with a
         strength: a spelling match (>= 0.8) beats a meaning match (cosine above its floor, < 0.3);
         WordNet (0.07-0.1) places a subject the embedder cannot, and widens the embedder's sub-type
-        to its category when the word is broader."""
+        to its category when the word is broader. A style described in the words of its WordNet
+        definition (0.04) is read before the embedder, which would place it by sound alone."""
         if phrase in self._word_cache:
             return self._word_cache[phrase]
         found = self._by_spelling(phrase) or self._style_by_definition(phrase)
