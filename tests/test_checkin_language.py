@@ -708,3 +708,20 @@ def test_a_participle_the_definition_only_has_in_another_form_names_no_style():
     constraints = parse_intent("my painted zither", vocabulary, datetime.fromisoformat(NOW)).constraints
     assert ("style", ("watercolor",)) not in [(c.attribute, c.value) for c in constraints]
     assert vocabulary.similar("dyed")[:2] == ("style", ("batik",))  # "a dyed fabric": written so in the definition
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the kite i used last summer",), "no_match", {"summer"}),             # the last summer that has ended: 2024's
+    (("which ocarina did i have open in may",), "select", {"ocarina-1"}),  # "have open": when it was used
+    (("the ocarina painted in gouache",), "select", {"ocarina-1"}),         # "painted" says how, no description's "painted"
+])
+def test_phrasings_the_tenth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_art_itself_is_no_synonym_of_one_style():
+    """MiniLM puts "art" near a mural; it names every kind of art, so no one style of the catalog."""
+    from personalq.store.embedder import default_embedder
+
+    vocabulary = zither_vocabulary({"style_tags": ["mural"]}, {"style_tags": ["batik"]}, embedder=default_embedder())
+    assert vocabulary.similar("art") is None

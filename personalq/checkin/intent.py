@@ -51,8 +51,8 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|loaded)\s+(?:\w+\s+){0,2}"
-                          r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "used at the start of"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded)\s+(?:\w+\s+){0,2}"
+                          r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "used at the start of"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
@@ -601,7 +601,12 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     subject = intent.subject
     for j, words in shades.items():
         intent.constraints.append(Constraint("cue", words, toks[j].text, toks[j].start, toks[j].end))
-    for j in sorted(cues - resolved):
+    styles = {c.start for c in intent.constraints if c.attribute == "style"}
+    # "painted in watercolour", "drawn as pixel art": how the style is made; alone, no look of its own
+    # (beside other description words it stays in their bag, where a card needs only some of them)
+    made = {j for j in cues - resolved if toks[j].text.lower().endswith(("ed", "en", "wn"))
+            and (m := _BEFORE_STYLE.match(scan.text, toks[j].end)) and m.end() in styles}
+    for j in sorted(cues - resolved - (made if made == cues - resolved else set())):
         tok = toks[j]
         if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
@@ -609,6 +614,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 
+_BEFORE_STYLE = re.compile(r"\s+(?:in|as|with)\s+(?:an?\s+)?", re.I)
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
 

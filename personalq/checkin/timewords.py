@@ -65,7 +65,7 @@ PATTERNS = [
     ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
-    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
     ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
@@ -275,10 +275,14 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         unit = "day" if kind == "day" else (m.group(2) if kind == "ago" else m.group(3)).lower()
         return TimeWindow(words, *_span(moment, unit))
     if kind == "season":
-        months = SEASONS[m.group(1).lower()]
-        if m.group(2):
-            year = int(m.group(2))
-            first = datetime(year, months[0], 1, tzinfo=timezone.utc)
+        months = SEASONS[m.group(2).lower()]
+        if m.group(3):
+            first = datetime(int(m.group(3)), months[0], 1, tzinfo=timezone.utc)
+            return TimeWindow(words, first, first + relativedelta(months=3))
+        if m.group(1):  # "this past summer", "last spring": the latest one that has ended
+            year = now.year
+            while (first := datetime(year, months[0], 1, tzinfo=timezone.utc)) + relativedelta(months=3) > now:
+                year -= 1
             return TimeWindow(words, first, first + relativedelta(months=3))
         return TimeWindow(words, months=months)
     if kind == "month_year":

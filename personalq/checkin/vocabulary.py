@@ -427,6 +427,8 @@ class CatalogVocabulary:
             key = keys[top]
             if self._siblings(phrase, self.labels[(attribute, key)], subject=attribute == "subject"):
                 continue
+            if attribute == "style" and self.lexicon is not None and ART_FORMS & set(self.lexicon.usual_senses(phrase.replace(" ", "_"))):
+                continue  # "art", "drawing", "needlework" name a whole kind of art, no one style of it
             if attribute == "subject" and key not in self.categories:
                 # An ordinary word is usually the general noun: prefer the category when it scores nearly as well.
                 for i in np.argsort(-scores)[1:6]:
