@@ -614,7 +614,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 
+# What joins a verb to the style it was made in: "painted in", "drawn as a", "done with".
 _BEFORE_STYLE = re.compile(r"\s+(?:in|as|with)\s+(?:an?\s+)?", re.I)
+
+
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
 
