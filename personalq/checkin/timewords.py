@@ -226,7 +226,7 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
         between = f"{text[first_end:start]} {window.words}".lower()
         if first is not None and re.fullmatch(r"[\s,]*or\s.*", between):
             words = text[first_start:end]
-            if first.months and window.months and None is first.start is first.end is window.start is window.end:
+            if first.months and window.months and all(bound is None for bound in (first.start, first.end, window.start, window.end)):
                 joined[-1] = (TimeWindow(words, months=tuple(sorted({*first.months, *window.months}))), first_start, end)
                 continue
             if not (first.months or window.months) and None not in (first.start, first.end, window.start, window.end) \

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from personalq.checkin.lexicon import ART_FORMS, PHYSICAL_ENTITY, WordNet, word_forms, wordnet
+from personalq.checkin.lexicon import ART_FORMS, PHYSICAL_ENTITY, WordNet, verb_stems, word_forms, wordnet
 from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -174,7 +174,8 @@ class CatalogVocabulary:
         self._style_anchors: np.ndarray | None = None
         self._style_cache: dict[str, bool] = {}
         self._shades: dict[str, set[int]] | None = None  # a colour description word -> its senses' hypernyms
-        self._style_definitions: dict[tuple[str, ...], list[frozenset[str]]] | None = None  # a style -> its senses' definition words
+        # a style -> its senses' definition words, and those words' base forms
+        self._style_definitions: dict[tuple[str, ...], list[tuple[frozenset[str], set[str]]]] | None = None
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -527,20 +528,20 @@ class CatalogVocabulary:
         if lex is None or not words or not self.terms["style"]:
             return None
         word = words[0]
-        participle = word.endswith("ed") and not lex.senses(word) and any(lex.is_verb(word[:-n]) for n in (1, 2, 3))  # dyed, carved, stopped
-        if len(words) == 1 and not participle:
+        if len(words) == 1 and not (word.endswith("ed") and not lex.senses(word) and any(map(lex.is_verb, verb_stems(word)))):
             return None
-        if self._style_definitions is None:
+        if self._style_definitions is None:  # once per catalog revision: each sense's words, and those in any form
             self._style_definitions = {
-                key: [lex.defined_words(o) for o in lex.senses(self.labels[("style", key)].replace(" ", "_"))
-                      if PHYSICAL_ENTITY in (above := lex.ancestors(o, 20)) or ART_FORMS & above.keys()]
+                key: [(defined, {f for w in defined for f in word_forms(w)})
+                      for o in lex.senses(self.labels[("style", key)].replace(" ", "_"))
+                      if PHYSICAL_ENTITY in (above := lex.ancestors(o, 20)) or ART_FORMS & above.keys()
+                      for defined in (lex.defined_words(o),)]
                 for key in self.terms["style"]}
 
-        def described(defined: frozenset[str]) -> bool:  # a lone participle as written, or each word in any form ("folding": fold)
-            forms = {f for w in defined for f in word_forms(w)}
+        def described(defined: frozenset[str], forms: set[str]) -> bool:  # a lone participle as written, or each word in any form ("folding": fold)
             return word in defined if len(words) == 1 else all(word_forms(w) & forms for w in words)
 
-        styles = [key for key, definitions in self._style_definitions.items() if any(map(described, definitions))]
+        styles = [key for key, definitions in self._style_definitions.items() if any(described(*d) for d in definitions)]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
