@@ -725,3 +725,53 @@ def test_art_itself_is_no_synonym_of_one_style():
 
     vocabulary = zither_vocabulary({"style_tags": ["mural"]}, {"style_tags": ["batik"]}, embedder=default_embedder())
     assert vocabulary.similar("art") is None
+
+
+def test_a_place_slot_holding_what_one_catalog_place_is_made_of_names_that_place():
+    """A glacier is "a slowly moving mass of ice": "over the ice" is over it, even where a description
+    has "ice" too; "an ice house" is one noun, no glacier."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"environment": ["glacier"]}, {"environment": ["cellar"], "description": "A zither; samples show ice."})
+    now = datetime.fromisoformat(NOW)
+    assert [(c.attribute, c.value) for c in parse_intent("my zither over the ice", vocabulary, now).constraints] == [
+        ("subject", ("zither",)), ("environment", ("glacier",))]
+    assert ("environment", ("glacier",)) not in [(c.attribute, c.value) for c in parse_intent("my zither in the ice house", vocabulary, now).constraints]
+
+
+def test_a_two_word_place_and_a_place_sense_that_is_a_creature():
+    """"up in the bell tower" is the belfry, a kind of bell tower; "animal" is no place, though a
+    quarry is, in one sense, the prey (an animal)."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"environment": ["belfry"]}, {"environment": ["quarry"], "category": "gecko", "subject_types": ["gecko"]})
+    constraints = parse_intent("my zither up in the bell tower", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert [(c.attribute, c.value) for c in constraints] == [("subject", ("zither",)), ("environment", ("belfry",))]
+    assert vocabulary.similar("animal")[0] == "subject"
+
+
+@pytest.fixture(scope="module")
+def cellar(tmp_path_factory):
+    """Three subjects in one cellar; the harmonium is also, in WordNet's rarer sense, an "organ"."""
+    return checkin_over([
+        entry("harmonium-1", "harmonium", "batik", "cellar", "2024-02-01T12:00:00Z", "A harmonium.", 1, 0),
+        entry("gecko-1", "gecko", "pastel", "cellar", "2024-05-01T12:00:00Z", "A gecko.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "cellar", "2024-08-01T12:00:00Z", "A lamp.", 1, 0),
+    ], tmp_path_factory, "cellar")
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("that thing in the cellar", "the organ"), "select", {"harmonium-1"}),  # any sense of an offered option's word
+    (("that thing in the cellar", "actually do you have a walrus?"), "no_match", {"walrus"}),  # a subject the catalog lacks asks anew
+])
+def test_an_answer_in_another_word_and_a_new_absent_subject_during_a_question(cellar, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(cellar, messages, action, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the batik kite", "same place but the ocarina"), "select", {"ocarina-1"}),  # only the meadow stays, not batik
+    (("the batik ocarina", "now the same style but a different subject"), "select", {"kite-1"}),
+    (("kite in the meadow", "another kite, not the batik one"), "select", {"kite-2"}),  # another kite is still a kite
+])
+def test_same_or_a_different_attribute_in_a_follow_up(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

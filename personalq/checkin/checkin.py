@@ -18,7 +18,7 @@ from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
-from personalq.checkin.vocabulary import CatalogVocabulary, term_key, tokens
+from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, term_key, tokens
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
@@ -29,6 +29,14 @@ _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(
 # even when nothing then fits ("same style but the lynx" keeps only the style).
 _KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))|"
                             r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)
+# "same animal but the newest one", "same dye style but ...", "a different subject": the one or two
+# words after "same" or "different" may name an attribute of the earlier request.
+_SAME_ATTRIBUTE = re.compile(r"\bsame\s+(\w+)(?:\s+(\w+))?", re.I)
+_OTHER_ATTRIBUTE = re.compile(r"\b(?:different|another|other)\s+(\w+)(?:\s+(\w+))?", re.I)
+_ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthetic": "style", "medium": "style",
+                    "place": "environment", "setting": "environment", "spot": "environment", "location": "environment",
+                    "background": "environment", "scene": "environment",
+                    "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
@@ -258,10 +266,21 @@ class CheckIn:
         return attribute, groups
 
 
-def _options_named(options: list[ClarificationOption], reply: str) -> list[ClarificationOption]:
-    """The offered options whose value shares a word with the reply ("pixel" of a "pixel art" option)."""
+def _options_named(options: list[ClarificationOption], reply: str, vocabulary: CatalogVocabulary) -> list[ClarificationOption]:
+    """The offered options whose value shares a word with the reply ("pixel" of a "pixel art" option),
+    else those the reply names by another word for them or a broader one, in any of its senses: only
+    the offered options are meant, so "the machine" is the car offered (WordNet's rarer sense)."""
     words = {t.key for t in tokens(reply)}
-    return [o for o in options if words & {t.key for t in tokens(o.value)}]
+    return [o for o in options if words & {t.key for t in tokens(o.value)}] or [
+        o for o in options if any(vocabulary.names_in_any_sense(w, o.value) for w in words - STOP_WORDS)]
+
+
+def _attribute_named(first: str, second: str | None, vocabulary: CatalogVocabulary) -> str | None:
+    """The attribute "same ..." or "different ..." names: the next word is a word for the attribute
+    itself ("style", "place"), a catalog term or a word for one ("bear", "critter", "forest"); or
+    the word after it is a word for the attribute ("same dye style"), but no term ("same but pixel art")."""
+    hit = vocabulary.exact(term_key(first)) or vocabulary.similar(first.lower())
+    return _ATTRIBUTE_WORDS.get(first.lower()) or (hit[0] if hit else None) or _ATTRIBUTE_WORDS.get((second or "").lower())
 
 
 def _term_label(value) -> str:
@@ -375,7 +394,7 @@ class Conversation:
         follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
         follow = self._about_last(follow)
         if asked and not follow.constraints and not follow.order:
-            chosen = [o for o in self.last.options if re.search(rf"\b{re.escape(o.value)}\b", reply, re.I)]
+            chosen = _options_named(self.last.options, reply, snap.vocabulary)
             if len(chosen) != 1:
                 self.last.reason = f"“{reply}” does not narrow it down"
                 return self.last
@@ -386,10 +405,11 @@ class Conversation:
             if narrowed.action != "no_match":
                 return narrowed
             self.intent, self.last = before, question
-            named = _options_named(question.options, reply)
+            named = _options_named(question.options, reply, snap.vocabulary)
             if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
                 return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(named[0].checkpoint_ids), reply)]))
         chosen = self.last.checkpoint_id if self.last.action == "select" else None
+        follow = self._same_or_other(reply, follow)
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
         if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
@@ -397,6 +417,29 @@ class Conversation:
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last
+
+    def _same_or_other(self, reply: str, follow: Intent) -> Intent:
+        """"same animal but the newest one", "same style but the cat": of the earlier request only the
+        attribute named after "same" stays (the words naming it ask for nothing new), or, where the
+        request did not name it, the chosen checkpoint's; "a different subject" rules the earlier
+        subject out."""
+        vocabulary = self.checkin.snapshot.vocabulary
+        for pattern, keep in ((_SAME_ATTRIBUTE, True), (_OTHER_ATTRIBUTE, False)):
+            m = pattern.search(reply)  # "another horse" is one more of them: only a word for the attribute says "other"
+            attribute = m and (_attribute_named(*m.groups(), vocabulary) if keep else _ATTRIBUTE_WORDS.get(m.group(1).lower()))
+            if not attribute:
+                continue
+            group = {"subject", "unknown"} if attribute == "subject" else {attribute}
+            earlier = [c for c in self.intent.constraints if c.attribute in group and not c.excluded]
+            if not earlier and self.last.action == "select":  # "the watercolor dog", then "same place but ...": the chosen one's place
+                value = _attribute_value(self.checkin.snapshot.cards[self.last.checkpoint_id], "category" if attribute == "subject" else attribute)
+                earlier = [Constraint(attribute, term_key(value), value)] if value else []
+            follow.constraints = [c for c in follow.constraints if not m.start() <= c.start < m.end()]
+            if keep:
+                self.intent = Intent(self.intent.text, earlier)
+            else:
+                follow.constraints += [replace(c, excluded=True) for c in earlier]
+        return follow
 
     def _drop_earlier(self, follow: Intent, other_than: str | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
@@ -420,14 +463,19 @@ class Conversation:
         return self.last
 
     def _is_new_request(self, full: Intent, text: str) -> bool:
-        """Another subject than the one asked for, and no word tying it to the earlier request."""
+        """Another subject than the one asked for, and no word tying it to the earlier request. Where
+        the earlier request named no subject ("the one in the forest"), a subject the catalog lacks
+        ("do you have a submarine?") and no offered option is asks anew; one it has may be the checkpoint
+        the question missed."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
-        if not new or not old:
+        if not new:
             return False
+        if not old:
+            return not any(snap.matching(a) for a in new) and not _options_named(self.last.options, text, snap.vocabulary)
         return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
 
     def _about_last(self, follow: Intent) -> Intent:

@@ -548,6 +548,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
     # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
+    # "over the sand": a place slot holding what one catalog place is made of names that place, even
+    # where a description has the word too; "a sand dollar" is one noun, no place
+    matter = {j: hit for j in content if _in_place_slot(scan.text, toks[j]) and (hit := vocabulary.place_made_of(toks[j].key))
+              and not (j + 1 in content and vocabulary.is_compound(f"{toks[j].key} {toks[j + 1].key}"))}
+    cues -= matter.keys()
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
@@ -557,15 +562,16 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     proposals = []
     for j in content:
         if j not in cues and j not in shades:
-            hit = vocabulary.similar(toks[j].text.lower())
+            hit = matter.get(j) or vocabulary.similar(toks[j].text.lower())
             if hit and not (hit[0] != "environment" and _in_place_slot(scan.text, toks[j]) and vocabulary.names_place(toks[j].key)):
                 proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-            if hit and hit[0] != "subject" and (_HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
-                                               and not vocabulary.names_art_form(toks[b].key)
-                                               or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
+            where = hit and hit[0] == "environment" and _in_place_slot(scan.text, toks[a])  # "up in the bell tower"
+            if hit and hit[0] != "subject" and not where and (
+                    _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key) and not vocabulary.names_art_form(toks[b].key)
+                    or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
                 continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque watercolor" is)
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else

@@ -50,6 +50,7 @@ TIMES = frozenset({15129927, 15113229})
 # a word usually naming one of them is how the picture looks, even if a rare sense is a place.
 NO_SETTINGS = frozenset({19613, 34213, 13983147, 7283608})
 COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
+MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"), no thing of its own
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -243,6 +244,10 @@ class WordNet:
     def names_physical(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""
         return any(PHYSICAL_ENTITY in self.ancestors(sense, 20) for sense in self.usual_senses(word))
+
+    def names_matter(self, word: str) -> bool:
+        """Whether one of the word's usual noun senses is matter ("ice", "sand", "mud"), not a place or thing."""
+        return any(MATTER in self.ancestors(sense, 20) for sense in self.usual_senses(word))
 
     def colour_senses(self, word: str) -> set[int]:
         """The word's noun senses that are particular colours, rare ones too ("orange" the colour, not

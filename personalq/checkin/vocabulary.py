@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from personalq.checkin.lexicon import ART_FORMS, PHYSICAL_ENTITY, WordNet, verb_stems, word_forms, wordnet
+from personalq.checkin.lexicon import ART_FORMS, ORGANISM, PHYSICAL_ENTITY, PLACES, WordNet, verb_stems, word_forms, wordnet
 from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -75,6 +75,8 @@ HYPERNYM_STRENGTH = 0.05
 # A style described in its WordNet definition's words ("soluble pigment"): read before the embedder,
 # which puts such a phrase near whatever style sounds alike, yet weaker than every link on its own.
 DEFINITION_STRENGTH = 0.04
+# "an area of sand": the bare noun after "of" in a place's definition is what it is made of.
+_MADE_OF = re.compile(r"\bof\s+(?!(?:a|an|the|its|their|some|any|one|two|many|several|various)\b)([a-z]+)")
 SHADE_MAX_UP = 3  # a description's shade is at most this far below the colour asked for: tangerine -> reddish orange -> orange
 # What a style is, in words: an unknown modifier whose bare embedding comes this near one of these
 # reads as a style the catalog lacks ("graffiti" 0.47, "cartoon" 0.39, "anime" 0.38), while plain
@@ -176,6 +178,7 @@ class CatalogVocabulary:
         self._shades: dict[str, set[int]] | None = None  # a colour description word -> its senses' hypernyms
         # a style -> its senses' definition words, and those words' base forms
         self._style_definitions: dict[tuple[str, ...], list[tuple[frozenset[str], set[str]]]] | None = None
+        self._place_matter: dict[str, set[tuple[str, ...]]] | None = None  # a noun -> the places WordNet defines as made of it
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -277,6 +280,15 @@ class CatalogVocabulary:
         senses = set(self.lexicon.senses(word))
         label = self.labels.get((attribute, key), " ".join(key)).replace(" ", "_")
         return any(senses & self.lexicon.ancestors(o, PLACE_ABOVE_MAX_UP).keys() for o in self.lexicon.senses(label))
+
+    def names_in_any_sense(self, word: str, label: str) -> bool:
+        """Whether a sense of the word, rare ones too, is a sense of the label or at most LEXICON_MAX_UP
+        hypernym steps above one ("machine" for a car, "bird" for a kind of it); without WordNet none is."""
+        if self.lexicon is None:
+            return False
+        senses = set(self.lexicon.senses(word))
+        return bool(senses) and any(senses & self.lexicon.ancestors(o, LEXICON_MAX_UP).keys()
+                                    for o in self.lexicon.senses(label.replace(" ", "_")))
 
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
@@ -502,6 +514,8 @@ class CatalogVocabulary:
             for attribute in ("style", "environment"):
                 for key in self.terms[attribute]:
                     theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                    if attribute == "environment":  # no place is a creature: "park" is also an explorer, who is no place
+                        theirs = {o for o in theirs if ORGANISM not in lex.ancestors(o, 20)} or theirs
                     self._term_senses[(attribute, key)] = theirs, {h for o in theirs for h in lex.synset(o).hypernyms}
         for attribute in ("style", "environment"):
             same, broader = set(), set()
@@ -543,6 +557,24 @@ class CatalogVocabulary:
 
         styles = [key for key, definitions in self._style_definitions.items() if any(described(*d) for d in definitions)]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
+
+    def place_made_of(self, word: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The one catalog place WordNet defines as made of the word: a beach is "an area of sand sloping
+        down to the water", so "on the sand" is on the beach. Only a bare noun right after "of" is what a
+        place is made of, and only a word whose usual sense is matter: a cellar is "the lowermost portion
+        of a structure", yet "in the structure" is not in the cellar."""
+        lex = self.lexicon
+        if lex is None or not lex.names_matter(word):
+            return None
+        if self._place_matter is None:  # once per catalog revision
+            self._place_matter = defaultdict(set)
+            for key in self.terms["environment"]:
+                for o in lex.senses(self.labels[("environment", key)].replace(" ", "_")):
+                    if PLACES & lex.ancestors(o, 20).keys():
+                        for matter in _MADE_OF.findall(lex.synset(o).definition.lower()):
+                            self._place_matter[matter].add(key)
+        places = set().union(*(self._place_matter.get(form, set()) for form in word_forms(word)))
+        return ("environment", places.pop(), DEFINITION_STRENGTH) if len(places) == 1 else None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
         """"a watercolor animal", "any bird": a word whose usual sense is an ancestor of catalog
