@@ -775,3 +775,25 @@ def test_an_answer_in_another_word_and_a_new_absent_subject_during_a_question(ce
 ])
 def test_same_or_a_different_attribute_in_a_follow_up(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the kite i keep coming back to",), "select", {"kite-1"}),             # used most
+    (("kite i'm always reaching for",), "select", {"kite-1"}),
+    (("the kite i actually use",), "clarify", {"kite-1", "kite-2"}),          # used at all: not the never-used kite-3
+    (("which kite should i use",), "clarify", {"kite-1", "kite-2", "kite-3"}),  # a question states no use
+    (("ocarina from this yr",), "select", {"ocarina-1"}),                     # "yr" is a year
+    (("the kite made in september this yr",), "no_match", {"september"}),     # this year's, not any September
+    (("a kite from 2025, one of the older ones",), "clarify", {"kite-2", "kite-3"}),  # names no one of them
+])
+def test_phrasings_the_eleventh_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_a_hedge_or_a_phrasal_verb_is_no_description_word():
+    """A card's description has "pretty" and "hanging"; "pretty sure" and "hanging out" use neither as a look."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"description": "A zither hanging on a pretty wall."}, {"environment": ["quay"]})
+    constraints = parse_intent("my zither hanging out in the cellar, pretty sure", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert [(c.attribute, c.value) for c in constraints] == [("subject", ("zither",)), ("environment", ("cellar",))]

@@ -290,7 +290,9 @@ def _term_label(value) -> str:
 
 def _comparative_as_order(intent: Intent) -> Intent:
     """"the newer one" with nothing chosen to compare with (a first request, or after a question):
-    the newest or oldest of those that fit."""
+    the newest or oldest of those that fit; "one of the older ones" names none of them."""
+    if intent.any_comparative:
+        intent.comparative = ""
     if intent.comparative and not intent.order:
         intent.order = ("created", "min" if intent.comparative == "older" else "max")
         intent.order_words, intent.comparative = intent.comparative, ""

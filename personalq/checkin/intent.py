@@ -43,11 +43,14 @@ _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$)))\b", re.I)  # "do i reach for most"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
                          r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
+# "the one i actually use", "ones i've used": used at all, so not the never-used ones. Only with a
+# word that stresses the use or the perfect tense: "which one should i use" asks, it states nothing.
+_EVER_USED = re.compile(r"\b(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)\b", re.I)
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og)\b", re.I)
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
@@ -57,8 +60,8 @@ _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|load
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
-# "a newer one", "one that's newer", "something older": any of them, not the next one.
-_ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is))\s+(?:\w+\s+)?$", re.I)
+# "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
+_ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that"})
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
@@ -153,7 +156,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
     intent = Intent(text)
     taken = _time_version_order(intent, now)
-    for m in _SETTING_VERB.finditer(text):  # "something set in the forest": the verb only introduces the place
+    for m in [*_SETTING_VERB.finditer(text), *_HEDGE.finditer(text)]:  # "set in the forest", "pretty sure": no constraint of their own
         taken[m.start():m.end()] = [True] * (m.end() - m.start())
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
@@ -174,6 +177,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
 
 
 _SETTING_VERB = re.compile(r"\b(?:set|located|situated|placed)(?=\s+(?:in|at|on|inside|among|by|near)\b)", re.I)
+# "pretty sure i never used it", "pretty much any": how sure the user is, no look ("pretty").
+_HEDGE = re.compile(r"\b(?:pretty|fairly|quite|almost)\s+(?:sure|certain|positive|much)\b", re.I)
 
 
 def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -430,6 +435,10 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         if m and not intent.order and not any(taken[m.start():m.end()]):
             intent.order, intent.order_words = ("use_count", pick), m.group(0)
             take(m.start(), m.end())
+    m = _EVER_USED.search(text)
+    if m and not intent.order and not any(taken[m.start():m.end()]):
+        intent.constraints.append(Constraint("never_used", True, m.group(0), m.start(), m.end(), excluded=True))
+        take(m.start(), m.end())
     m = _SECOND.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
         oldest = (m.group(1) or "").lower() in ("oldest", "earliest")
@@ -546,6 +555,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
+    # "hanging out at the bar", "lazing around": a phrasal verb says what the subject does, no look
+    cues -= {j for j in cues if toks[j].key.endswith("ing") and _PARTICLE.match(scan.text, toks[j].end)}
     # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
     # "over the sand": a place slot holding what one catalog place is made of names that place, even
@@ -619,6 +630,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
         intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
+
+
+_PARTICLE = re.compile(r"\s+(?:out|around|about)\b", re.I)
 
 
 # What joins a verb to the style it was made in: "painted in", "drawn as a", "done with".

@@ -35,11 +35,13 @@ _MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
 _HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
-_REL_YEAR = r"(?:of\s+)?(?:last|this)\s+year"
+_REL_YEAR = r"(?:of\s+)?(?:last|this)\s+(?:year|yr)"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
 _POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
           rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
 _NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_UNIT = r"(day|week|wk|month|year|yr)"  # "this yr", "past 2 wks": the chat abbreviations of a unit
+_UNIT_NAMES = {"wk": "week", "yr": "year"}
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
@@ -55,14 +57,14 @@ PATTERNS = [
                               rf"earlier|before|older|prior)|(onwards?|forwards?))\b", re.I)),
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
-    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+(day|week|month|year)s?\b", re.I)),
-    ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+year\b", re.I)),
+    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
+    ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+(?:year|yr)\b", re.I)),
     # "around christmas", "right before xmas last year": near the holiday is its month
     ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(around\s+|near\s+|about\s+|(?:right|just)\s+(?:before|after)\s+)?(" + _HOLIDAY
                            + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
-    ("relative", re.compile(r"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+(week|month|year))\b", re.I)),
+    ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
@@ -152,7 +154,7 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
         return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:
-        year = now.year - int(target.lower().endswith("last year"))
+        year = now.year - int(re.search(r"\blast\s+\w+$", target, re.I) is not None)
         first = datetime(year, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=1)
     moment = _moment(target, now)
@@ -237,6 +239,10 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
     return joined
 
 
+def _unit(word: str) -> str:
+    return _UNIT_NAMES.get(word.lower(), word.lower())
+
+
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     words = m.group(0).strip()
     if kind == "between":  # "between march and september last year": the year belongs to both
@@ -246,7 +252,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "rolling":
         count = m.group(1).lower()
         count = int(count) if count.isdigit() else _COUNT_WORDS.get(count, 1)
-        start, _ = _day(now - relativedelta(**{m.group(2).lower() + "s": count}))
+        start, _ = _day(now - relativedelta(**{_unit(m.group(2)) + "s": count}))
         return TimeWindow(words, start, None)
     if kind == "month_rel_year":
         year = now.year - (m.group(2).lower() == "last")
@@ -267,12 +273,13 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return None if moment is None else TimeWindow(words, *_day(moment))
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
+        phrase = re.sub(r"\w+$", lambda unit: _unit(unit.group()), phrase)
         if phrase.startswith("this "):
             return TimeWindow(words, *_span(now, phrase.split()[1]))
         moment = _moment(phrase, now)
         if moment is None:
             return None
-        unit = "day" if kind == "day" else (m.group(2) if kind == "ago" else m.group(3)).lower()
+        unit = "day" if kind == "day" else _unit(m.group(2) if kind == "ago" else m.group(3))
         return TimeWindow(words, *_span(moment, unit))
     if kind == "season":
         months = SEASONS[m.group(2).lower()]
