@@ -797,3 +797,18 @@ def test_a_hedge_or_a_phrasal_verb_is_no_description_word():
     vocabulary = zither_vocabulary({"description": "A zither hanging on a pretty wall."}, {"environment": ["quay"]})
     constraints = parse_intent("my zither hanging out in the cellar, pretty sure", vocabulary, datetime.fromisoformat(NOW)).constraints
     assert [(c.attribute, c.value) for c in constraints] == [("subject", ("zither",)), ("environment", ("cellar",))]
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("make me a cute walrus on the quay",), "no_match", {"walrus"}),        # a subject after "make me a", past an adjective
+    (("kite in the woods",), "no_match", {"woods"}),                         # "woods" is a place, though "wood" is a material
+    (("ocarina in a swamp",), "no_match", {"swamp"}),                        # WordNet files a swamp as land, not a location
+    (("kite down in a mine",), "no_match", {"mine"}),                        # after an article, "mine" is the noun
+    (("the kite from the harbour",), "no_match", {"harbour"}),               # "from the" sets a place too
+    (("kite from way back in 2024",), "select", {"kite-1"}),                # "way back" is no place
+    (("the kite i've used at some point",), "clarify", {"kite-1", "kite-2"}),  # "at some point" is no place
+    (("ocarina in stained glass",), "no_match", {"stained glass"}),          # one noun for a material, as a medium
+    (("ocarina of teal clay",), "no_match", {"teal"}),                       # the clay a card has is not teal
+])
+def test_phrasings_the_twelfth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

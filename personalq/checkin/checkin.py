@@ -466,9 +466,9 @@ class Conversation:
 
     def _is_new_request(self, full: Intent, text: str) -> bool:
         """Another subject than the one asked for, and no word tying it to the earlier request. Where
-        the earlier request named no subject ("the one in the forest"), a subject the catalog lacks
-        ("do you have a submarine?") and no offered option is asks anew; one it has may be the checkpoint
-        the question missed."""
+        the earlier request named no subject ("the one in the forest"), a subject that none of the offered
+        checkpoints is asks anew when the catalog lacks it ("do you have a submarine?") or the reply says
+        more ("give me the cat in the snow"); named alone ("the cat"), it may be the one the question missed."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
@@ -477,7 +477,10 @@ class Conversation:
         if not new:
             return False
         if not old:
-            return not any(snap.matching(a) for a in new) and not _options_named(self.last.options, text, snap.vocabulary)
+            if any(snap.matching(a) & set(self.last.plausible_ids) for a in new):
+                return False  # one of the offered or chosen checkpoints
+            absent = not any(snap.matching(a) for a in new) and not _options_named(self.last.options, text, snap.vocabulary)
+            return absent or any(c.attribute not in ("subject", "unknown") for c in full.constraints)
         return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
 
     def _about_last(self, follow: Intent) -> Intent:

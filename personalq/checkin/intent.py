@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
 from personalq.checkin.vocabulary import CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, tokens
@@ -168,8 +170,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     if "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
-    if "subject" in scan.found:
-        _absent_colour(intent, scan, unknown, vocabulary)
+    _absent_colour(intent, scan, unknown, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
@@ -177,8 +178,9 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
 
 
 _SETTING_VERB = re.compile(r"\b(?:set|located|situated|placed)(?=\s+(?:in|at|on|inside|among|by|near)\b)", re.I)
-# "pretty sure i never used it", "pretty much any": how sure the user is, no look ("pretty").
-_HEDGE = re.compile(r"\b(?:pretty|fairly|quite|almost)\s+(?:sure|certain|positive|much)\b", re.I)
+# "pretty sure i never used it", "pretty much any", "used at some point", "from way back in 2024": how
+# sure the user is or how long ago, no look ("pretty") and no place ("point", "way").
+_HEDGE = re.compile(r"\b(?:(?:pretty|fairly|quite|almost)\s+(?:sure|certain|positive|much)|at\s+(?:some|one|any)\s+point|way\s+back)\b", re.I)
 
 
 def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -217,8 +219,9 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
 
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get|is\s+there|are\s+there)\s+(?:me\s+)?(?=a|an|any|some))"
-                       r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak"
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get|is\s+there|are\s+there|"
+                       r"make|draw|give|show|generate|create|render|paint)\s+(?:me\s+)?(?=a|an|any|some))"
+                       r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
 _COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)
 # "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
 _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+\s+)?$", re.I)
@@ -257,6 +260,10 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         in_medium = _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_medium(tok.key)
+        pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
+        if pair and _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_compound_matter(f"{tok.key} {pair.key}"):
+            _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
+            return  # "a dog in cast iron": one noun for a material, said as what it is made in
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "water painting": watercolour
@@ -293,15 +300,16 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     in broader words ("in snowy weather")."""
     for j in unknown:
         tok = scan.toks[j]
-        if not (_in_place_slot(scan.text, tok) and vocabulary.names_place(tok.key)):
+        word = next((w for w in (tok.text.lower(), tok.key) if vocabulary.names_place(w)), None)  # "woods", whose "wood" is no place
+        if not (word and _in_place_slot(scan.text, tok)):
             continue
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
             continue
-        if any(vocabulary.is_above(tok.key, "environment", key) for c in intent.constraints if c.attribute == "environment"
+        if any(vocabulary.is_above(word, "environment", key) for c in intent.constraints if c.attribute == "environment"
                for key in (c.value if isinstance(c.value, frozenset) else (c.value,))):
             continue  # "in snowy weather": the weather is the snow
-        _add(intent, ("unknown", tok.key), [tok], exact=True)
+        _add(intent, ("unknown", word), [tok], exact=True)
         return
 
 
@@ -309,11 +317,16 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     """A colour right before the subject ("the green lynx") is how the user's subject looks, as "the
     gray dog" is where a card has a gray one; when no card has it, nothing fits. What the picture
     should newly show ("wearing sunglasses", "with a party hat") stays prompt context, as the
-    Repo-Prompts spec has it."""
+    Repo-Prompts spec has it. So is a colour right before a description word ("with a blue glaze"):
+    the glaze a card describes must be that colour."""
     before = _right_before_subject(intent, scan, unknown)
-    if before and vocabulary.names_colour(scan.toks[before[-1]].key) and not _covered_by(intent, scan.toks[before[-1]]):
-        tok = scan.toks[before[-1]]
-        _add(intent, ("unknown", tok.key), [tok], exact=True)
+    described = [j for j in unknown if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2])
+                 and _covered_by(intent, scan.toks[j + 1], "cue")]
+    for j in before[-1:] + described:
+        tok = scan.toks[j]
+        if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok):
+            _add(intent, ("unknown", tok.key), [tok], exact=True)
+            return
 
 
 _STYLE_GAP = re.compile(r"[\s\-]*(?:(?<=\s)styled?[\s\-]+)?", re.I)  # "anime lynx", "comic style lynx"
@@ -333,9 +346,10 @@ def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> li
     return run
 
 
-# "in the rain", "at the ocean", "by a tram stop", "down a river": where a noun names the picture's setting, never a
-# look ("rain" is not watercolor). A setting no card names is one the catalog lacks (_absent_setting).
-_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over|"
+# "in the rain", "at the ocean", "by a tram stop", "down a river", "the one from the beach": where a
+# noun names the picture's setting, never a look ("rain" is not watercolor). A setting no card names
+# is one the catalog lacks (_absent_setting).
+_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over|above|from|"
                          r"down|up|through|into|among|amid|amongst|within|beneath|below|behind)\s+"
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
@@ -550,7 +564,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     description word ("oil paint", "leaded glass") only when it names a style or a place.
     """
     toks = scan.toks
-    content = [i for i in range(len(toks)) if i not in scan.used and toks[i].key not in STOP_WORDS and not toks[i].key.isdigit()]
+    content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit() and (
+        toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and toks[i].key in ENGLISH_STOP_WORDS
+        and vocabulary.names_built_place(toks[i].key))]
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
@@ -632,6 +648,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 
+# "down in a mine", "by the old mill": after an article an English stop word is a noun, a place if it
+# names one; a word about making checkpoints ("the train" of "train a model") stays one.
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.I)
 _PARTICLE = re.compile(r"\s+(?:out|around|about)\b", re.I)
 
 

@@ -38,11 +38,13 @@ COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils"
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
-# atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist) and vegetation.n.01
-# (a forest, the woods, the undergrowth: WordNet files them as plant life, not land): a word below one of
+# atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist), vegetation.n.01
+# (a forest, the woods, the undergrowth: WordNet files them as plant life, not land) and land.n.04 (a
+# marsh, a peninsula: WordNet files land as an object, not a location): a word below one of
 # them names where or in what weather a picture is set, that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
-PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690, 8436759})
+PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690, 8436759,
+                    9335240})
 # clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
 # usually names an hour or a part of the day is lighting, never a place.
 TIMES = frozenset({15129927, 15113229})
@@ -51,6 +53,7 @@ TIMES = frozenset({15129927, 15113229})
 NO_SETTINGS = frozenset({19613, 34213, 13983147, 7283608})
 COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
 MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"), no thing of its own
+ARTIFACT = 21939  # artifact.n.01: what people made, a building or a mine among them
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, only to tell a word from a typo.
@@ -244,6 +247,11 @@ class WordNet:
     def names_physical(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""
         return any(PHYSICAL_ENTITY in self.ancestors(sense, 20) for sense in self.usual_senses(word))
+
+    def names_built_place(self, word: str) -> bool:
+        """Whether one of the word's usual noun senses is a place people made ("mine", "mill"), not a
+        part or side of something ("top", "back")."""
+        return any(ARTIFACT in (above := self.ancestors(sense, 20)) and PLACES & above.keys() for sense in self.usual_senses(word))
 
     def names_matter(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is matter ("ice", "sand", "mud"), not a place or thing."""

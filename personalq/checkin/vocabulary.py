@@ -227,6 +227,10 @@ class CatalogVocabulary:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
 
+    def names_built_place(self, word: str) -> bool:
+        """Whether a word names a place people made ("mine", "mill"); without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_built_place(word)
+
     def is_verb(self, word: str) -> bool:
         """Whether WordNet knows the word as a verb; without WordNet none is."""
         return self.lexicon is not None and self.lexicon.is_verb(word)
@@ -253,6 +257,11 @@ class CatalogVocabulary:
     def is_compound(self, phrase: str) -> bool:
         """Whether WordNet knows a phrase of several words as one noun; without WordNet none is."""
         return self._compound(phrase) is not None
+
+    def names_compound_matter(self, phrase: str) -> bool:
+        """Whether a phrase of several words is one WordNet noun for a material ("cast iron")."""
+        word = self._compound(phrase)
+        return word is not None and self.lexicon.names_matter(word)
 
     def names_compound_thing(self, phrase: str) -> bool:
         """Whether a phrase is one WordNet noun for a drawable thing, neither a place nor a medium
