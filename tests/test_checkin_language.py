@@ -812,3 +812,24 @@ def test_a_hedge_or_a_phrasal_verb_is_no_description_word():
 ])
 def test_phrasings_the_twelfth_stranger_batch_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_a_participle_reads_as_the_style_its_verbs_noun_is_defined_by():
+    """WordNet's stitch is made "in knitting, crocheting, embroidery, or sewing": "stitched" asks for the
+    embroidery style, every card of it, not only the one whose description says "stitches"."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"style_tags": ["embroidery"], "description": "A zither; samples show stitches."},
+                                   {"style_tags": ["embroidery"]}, {"style_tags": ["batik"]})
+    constraints = parse_intent("the stitched zither", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert [(c.attribute, c.value) for c in constraints] == [("style", ("embroidery",)), ("subject", ("zither",))]
+
+
+def test_a_verb_form_also_reads_as_the_same_form_of_a_synonym():
+    """Float and drift share WordNet's most frequent sense: "floating" fits the card that drifts too."""
+    from personalq.checkin.intent import parse_intent
+
+    vocabulary = zither_vocabulary({"description": "A zither drifting past."}, {"description": "A zither floating by."},
+                                   {"description": "A zither standing."})
+    constraints = parse_intent("the floating zither", vocabulary, datetime.fromisoformat(NOW)).constraints
+    assert {(c.attribute, c.value) for c in constraints} == {("subject", ("zither",)), ("cue", frozenset({"floating", "drifting"}))}

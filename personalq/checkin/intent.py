@@ -573,6 +573,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
     # "hanging out at the bar", "lazing around": a phrasal verb says what the subject does, no look
     cues -= {j for j in cues if toks[j].key.endswith("ing") and _PARTICLE.match(scan.text, toks[j].end)}
+    if "style" not in scan.found:  # "the stitched one": a word that reads as a style is that style, not only a card's word for it
+        cues -= {j for j in cues if vocabulary.describes_a_style(toks[j].text.lower())}
     # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
     # "over the sand": a place slot holding what one catalog place is made of names that place, even
@@ -644,7 +646,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         tok = toks[j]
         if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
-        intent.constraints.append(Constraint("cue", tok.key, tok.text, tok.start, tok.end))
+        alike = vocabulary.synonym_forms(tok.key)  # "floating", where one card floats and another drifts
+        intent.constraints.append(Constraint("cue", frozenset({tok.key, *alike}) if alike else tok.key, tok.text, tok.start, tok.end))
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 

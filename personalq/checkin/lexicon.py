@@ -56,8 +56,8 @@ MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"),
 ARTIFACT = 21939  # artifact.n.01: what people made, a building or a mine among them
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
-# The other parts of speech, read when present, only to tell a word from a typo.
-_WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc")
+# The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
+_WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc", "data.verb")
 # Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
 _INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""))
 
@@ -167,6 +167,19 @@ class WordNet:
         """Whether the word is used as a noun more than as an adjective in WordNet's tagged corpus (by
         senses where no use was tagged): "neon", "gold", "glass" are; "cool", "fat", "classic" are not."""
         return bool(self.senses(word)) and self._noun_uses(word) > self._adjective_uses(word)
+
+    def verb_synonyms(self, verb: str) -> set[str]:
+        """The one-word verbs that share one of the verb's two most frequent senses: "drift" for float."""
+        line = self._line("index.verb", verb.lower().encode("utf-8", "ignore")) if "data.verb" in self._maps else None
+        if line is None:
+            return set()
+        fields = line.decode().split()
+        count, pointers = int(fields[2]), int(fields[3])
+        synonyms = set()
+        for offset in fields[4 + pointers + 2:4 + pointers + 2 + count][:2]:
+            head = self._line("data.verb", offset.encode()).decode().split()
+            synonyms |= {head[4 + 2 * i] for i in range(int(head[3], 16))}
+        return {word for word in synonyms if "_" not in word} - {verb.lower()}
 
     def is_verb(self, word: str) -> bool:
         """Whether WordNet knows the word (as typed) as a verb: "load", "grab"."""

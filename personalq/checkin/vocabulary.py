@@ -182,7 +182,8 @@ class CatalogVocabulary:
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
-        spots, "sleepy" for sleeping), when the word itself is in no card; else the word unchanged."""
+        spots, "sleepy" for sleeping), or the same form of a WordNet synonym of its verb ("floating"
+        for drifting), when the word itself is in no card; else the word unchanged."""
         if key in self.cue_words or len(key) < 5 or self.exact((key,)):
             return key
         for suffix in ("ed", "ing", "y"):
@@ -192,7 +193,17 @@ class CatalogVocabulary:
                     for inflected in (form, f"{form}ing", f"{form}ed") if form else ():  # "sleepy" for a card's "sleeping"
                         if inflected in self.cue_words:
                             return inflected
-        return key
+        return min(self.synonym_forms(key), default=key)
+
+    def synonym_forms(self, key: str) -> set[str]:
+        """Description words that are the same "-ing" or "-ed" form of a WordNet synonym of the word's
+        verb: "drifting" for floating (float and drift share their most frequent sense)."""
+        suffix = next((s for s in ("ing", "ed") if key.endswith(s)), None)
+        if suffix is None or self.lexicon is None:
+            return set()
+        others = {other for verb in verb_stems(key) for other in self.lexicon.verb_synonyms(verb)}
+        return {form for other in others for form in (other + suffix, other[:-1] + suffix, other + other[-1] + suffix)
+                if form in self.cue_words}
 
     def names_every_card_of(self, word: str, subject: tuple[str, ...]) -> bool:
         """Whether the word belongs to a longer subject term that every card of `subject` lists
@@ -543,8 +554,9 @@ class CatalogVocabulary:
         """The one style whose WordNet definition holds every word of a phrase that describes it
         instead of naming it: "soluble pigment" (a watercolor: "a water-base paint (with water-soluble
         pigments)"). A single word counts only as a verb's past participle written in the definition
-        ("carved", "dyed"): a lone noun or adjective ("wax", "small") is in too many definitions to name
-        one, and a participle of another form ("painted" for "painting") may be said of any painting.
+        ("carved", "dyed"), or one whose verb's noun is defined by naming the style ("stitched"): a lone
+        noun or adjective ("wax", "small") is in too many definitions to name one, and a participle of
+        another form ("painted" for "painting") may be said of any painting.
         Only senses that are things or kinds of art are read: a style's name may also be a disease."""
         lex = self.lexicon
         words = [w for w in phrase.split() if w not in STOP_WORDS and len(w) >= 3]
@@ -565,7 +577,14 @@ class CatalogVocabulary:
             return word in defined if len(words) == 1 else all(word_forms(w) & forms for w in words)
 
         styles = [key for key, definitions in self._style_definitions.items() if any(described(*d) for d in definitions)]
+        if not styles and len(words) == 1:  # "stitched": WordNet defines a stitch by the crafts it is made in, the style among them
+            defined = set().union(*(lex.defined_words(o) for stem in verb_stems(word) for o in lex.senses(stem)))
+            styles = [key for key in self.terms["style"] if len(key) == 1 and key[0] in defined]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
+
+    def describes_a_style(self, word: str) -> bool:
+        """Whether a typed word reads as one catalog style by WordNet's definitions ("stitched", "dyed")."""
+        return self._style_by_definition(word) is not None
 
     def place_made_of(self, word: str) -> tuple[str, tuple[str, ...], float] | None:
         """The one catalog place WordNet defines as made of the word: a beach is "an area of sand sloping
