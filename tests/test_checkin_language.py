@@ -833,3 +833,23 @@ def test_a_verb_form_also_reads_as_the_same_form_of_a_synonym():
                                    {"description": "A zither standing."})
     constraints = parse_intent("the floating zither", vocabulary, datetime.fromisoformat(NOW)).constraints
     assert {(c.attribute, c.value) for c in constraints} == {("subject", ("zither",)), ("cue", frozenset({"floating", "drifting"}))}
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("used this spring", "2025-03-01", "2025-06-01"),   # this year's, which has begun (now is June 30, 2025)
+    ("made this summer", "2025-06-01", "2025-09-01"),   # under way: it counts too
+    ("made this autumn", "2024-09-01", "2024-12-01"),   # not yet begun this year: the latest that has
+    ("from 2025 on", "2025-01-01", None),               # the year and all after it
+])
+def test_this_season_and_a_year_on(text, start, end):
+    test_fixed_holidays_are_dates(text, start, end)
+
+
+def test_an_answer_that_fits_none_of_the_offered_checkpoints_is_a_no_match(cellar):
+    """"the batik one", then "the gecko": no batik gecko exists, so nothing fits; the earlier batik is not silently dropped."""
+    test_phrasings_a_fourth_stranger_batch_showed(cellar, ("the batik one", "the gecko"), "no_match", {"gecko"})
+
+
+def test_a_typo_of_a_thing_the_catalog_lacks_is_that_absent_subject(checkin):
+    """"peacok" misspells no catalog word, but it is one typo away from one WordNet noun for a thing."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the peacok on the quay",), "no_match", {"peacok"})

@@ -414,8 +414,8 @@ class Conversation:
         follow = self._same_or_other(reply, follow)
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
-        if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
-            self._drop_earlier(follow)
+        if self.last.action == "no_match" and not asked and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
+            self._drop_earlier(follow)  # an answer that fits none of the offered checkpoints says so: nothing is dropped
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last

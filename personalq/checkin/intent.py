@@ -203,8 +203,9 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         opens = all(t.key in CHAT_WORDS for t in scan.toks[:j])  # "just load whatever i use", not "my car one"
         if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")):
             continue  # "load the snowy one": a command; "wearing a hat": what the picture newly shows
-        if vocabulary.names_thing(tok.key):
-            _add(intent, ("unknown", tok.key), [tok], exact=True)
+        thing = tok.key if vocabulary.names_thing(tok.key) else vocabulary.thing_misspelled_as(tok.key)  # "my peacok"
+        if thing:
+            _add(intent, ("unknown", thing), [tok], exact=True)
             return
         pair = scan.toks[j - 1:j + 1] if j - 1 in unknown and _adjacent(scan.text, scan.toks[j - 1:j + 1]) else []
         if pair and vocabulary.names_compound_thing(f"{pair[0].key} {tok.key}"):  # "wine glass", though glass is a material

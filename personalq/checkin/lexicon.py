@@ -226,6 +226,20 @@ class WordNet:
                 return True
         return False
 
+    def thing_misspelled_as(self, word: str) -> str | None:
+        """The one noun for a drawable thing that a non-word is a single typo of ("goldfsh", "peacok"):
+        one letter dropped, added, changed or two swapped. None when it is a word or misspells no or
+        several such nouns. Here, not in the catalog speller: the noun is one the catalog lacks."""
+        word = word.lower()
+        if self.is_word(word):
+            return None
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+        edits = {a + b[1:] for a, b in splits if b} | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1} \
+            | {a + c + b[1:] for a, b in splits if b for c in letters} | {a + c + b for a, b in splits for c in letters}
+        nouns = {e for e in edits if len(e) > 3 and self._lemma_senses(e) and self.names_thing(e)}
+        return nouns.pop() if len(nouns) == 1 else None
+
     def names_creature(self, word: str) -> bool:
         """Whether the word's usual noun sense is a living or imaginary being ("giraffe", "griffin"):
         never a medium, as "pencil" or "felt" may be."""

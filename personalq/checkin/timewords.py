@@ -52,9 +52,9 @@ PATTERNS = [
     # "haven't used since march 2025": last used then (the window's words start at "used")
     ("not_since", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?since\s+"
                              rf"(?:the\s+)?({_POINT}))\b", re.I)),
-    # "from 2025 or later", "march onwards", "2024 or earlier": the point and everything after (or before) it
+    # "from 2025 or later", "march onwards", "from 2025 on", "2024 or earlier": the point and all after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
-                              rf"earlier|before|older|prior)|(onwards?|forwards?))\b", re.I)),
+                              rf"earlier|before|older|prior)|(onwards?|forwards?|on(?!\s+\w)))\b", re.I)),
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
@@ -67,7 +67,7 @@ PATTERNS = [
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
-    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
     ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
@@ -286,9 +286,10 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         if m.group(3):
             first = datetime(int(m.group(3)), months[0], 1, tzinfo=timezone.utc)
             return TimeWindow(words, first, first + relativedelta(months=3))
-        if m.group(1):  # "this past summer", "last spring": the latest one that has ended
+        if m.group(1):  # "this past summer", "last spring": the latest one that has ended; "this autumn": that has begun
+            started = m.group(1).lower().split() == ["this"]
             year = now.year
-            while (first := datetime(year, months[0], 1, tzinfo=timezone.utc)) + relativedelta(months=3) > now:
+            while (first := datetime(year, months[0], 1, tzinfo=timezone.utc)) + relativedelta(months=0 if started else 3) > now:
                 year -= 1
             return TimeWindow(words, first, first + relativedelta(months=3))
         return TimeWindow(words, months=months)

@@ -216,6 +216,10 @@ class CatalogVocabulary:
         without WordNet every word is taken to."""
         return self.lexicon is None or self.lexicon.names_thing(word)
 
+    def thing_misspelled_as(self, word: str) -> str | None:
+        """The noun for a thing a non-word misspells ("peacok"); without WordNet none."""
+        return self.lexicon.thing_misspelled_as(word) if self.lexicon is not None else None
+
     def names_creature(self, word: str) -> bool:
         """Whether an unknown word names an animal, a person, a plant or an imaginary being; without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_creature(word)
