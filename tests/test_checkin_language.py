@@ -853,3 +853,7 @@ def test_an_answer_that_fits_none_of_the_offered_checkpoints_is_a_no_match(cella
 def test_a_typo_of_a_thing_the_catalog_lacks_is_that_absent_subject(checkin):
     """"peacok" misspells no catalog word, but it is one typo away from one WordNet noun for a thing."""
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the peacok on the quay",), "no_match", {"peacok"})
+
+
+def test_what_the_samples_should_show_is_a_subject_the_catalog_may_lack(checkin):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("anything where the samples show fireworks?",), "no_match", {"fireworks"})

@@ -219,9 +219,11 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
     return any(vocabulary.is_verb(form) for form in [key, *(verb_stems(key) if key.endswith("ing") else [])])
 
 
-# "something with a dinosaur", "a picture of an X", "a stencil of a Y": a subject named after what is drawn.
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:have|got|want|need|find|get|is\s+there|are\s+there|"
-                       r"make|draw|give|show|generate|create|render|paint)\s+(?:me\s+)?(?=a|an|any|some))"
+# "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z": a
+# subject named after what is drawn.
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
+                       r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
+                       r"\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
 _COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)
 # "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
