@@ -857,3 +857,15 @@ def test_a_typo_of_a_thing_the_catalog_lacks_is_that_absent_subject(checkin):
 
 def test_what_the_samples_should_show_is_a_subject_the_catalog_may_lack(checkin):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("anything where the samples show fireworks?",), "no_match", {"fireworks"})
+
+
+def test_an_answer_may_drop_a_description_word_the_question_was_built_on(tmp_path_factory):
+    """"the fuzzy pastel ones" offers the gecko and the ibis; "the lamp" names the pastel checkpoint the
+    description word left out, so that word goes, while the style stays."""
+    fuzzy = checkin_over([
+        entry("gecko-1", "gecko", "pastel", "quay", "2024-02-01T12:00:00Z", "A fuzzy gecko.", 1, 0),
+        entry("ibis-1", "ibis", "pastel", "quay", "2024-05-01T12:00:00Z", "A fuzzy ibis.", 1, 0),
+        entry("lamp-1", "lamp", "pastel", "quay", "2024-08-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-09-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "fuzzy")
+    test_phrasings_a_fourth_stranger_batch_showed(fuzzy, ("the fuzzy pastel ones", "the lamp"), "select", {"lamp-1"})

@@ -414,8 +414,8 @@ class Conversation:
         follow = self._same_or_other(reply, follow)
         self.intent = self.intent.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
-        if self.last.action == "no_match" and not asked and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
-            self._drop_earlier(follow)  # an answer that fits none of the offered checkpoints says so: nothing is dropped
+        if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
+            self._drop_earlier(follow, only=("cue",) if asked else None)
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last
@@ -443,13 +443,17 @@ class Conversation:
                 follow.constraints += [replace(c, excluded=True) for c in earlier]
         return follow
 
-    def _drop_earlier(self, follow: Intent, other_than: str | None = None) -> None:
+    def _drop_earlier(self, follow: Intent, other_than: str | None = None, only: tuple[str, ...] | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
         realistic one") drops that constraint: the latest earlier one whose removal lets something fit.
         An order word that would choose the checkpoint already chosen asks for another one, so an earlier
-        constraint is dropped the same way until it picks `other_than` no more."""
+        constraint is dropped the same way until it picks `other_than` no more. An answer to a question
+        may drop only `only` attributes: a description word may be why the question missed the
+        checkpoint the answer names, while "the linocut one", then "the one at the bakery", where no
+        linocut is at the bakery, fits nothing."""
         new = set(map(id, follow.constraints))
-        earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")]
+        earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")
+                   and (only is None or c.attribute in only)]
         for c in reversed(earlier):
             relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if x is not c])
             result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
