@@ -449,8 +449,8 @@ class Conversation:
         An order word that would choose the checkpoint already chosen asks for another one, so an earlier
         constraint is dropped the same way until it picks `other_than` no more. An answer to a question
         may drop only `only` attributes: a description word may be why the question missed the
-        checkpoint the answer names, while "the linocut one", then "the one at the bakery", where no
-        linocut is at the bakery, fits nothing."""
+        checkpoint the answer names, while "the watercolor one", then "the one on the beach", where no
+        watercolor is on the beach, fits nothing."""
         new = set(map(id, follow.constraints))
         earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")
                    and (only is None or c.attribute in only)]
