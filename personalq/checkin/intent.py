@@ -262,9 +262,10 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
-        in_medium = _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_medium(tok.key)
+        after_in = _IN_MEDIUM.search(scan.text[:tok.start])
+        in_medium = after_in and vocabulary.names_medium(tok.key)
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
-        if pair and _IN_MEDIUM.search(scan.text[:tok.start]) and vocabulary.names_compound_matter(f"{tok.key} {pair.key}"):
+        if pair and after_in and vocabulary.names_compound_matter(f"{tok.key} {pair.key}"):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
             return  # "a dog in cast iron": one noun for a material, said as what it is made in
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
@@ -303,8 +304,10 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     in broader words ("in snowy weather")."""
     for j in unknown:
         tok = scan.toks[j]
+        if not _in_place_slot(scan.text, tok):  # the slot first: the place check below walks WordNet
+            continue
         word = next((w for w in (tok.text.lower(), tok.key) if vocabulary.names_place(w)), None)  # "woods", whose "wood" is no place
-        if not (word and _in_place_slot(scan.text, tok)):
+        if word is None:
             continue
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
