@@ -869,3 +869,24 @@ def test_an_answer_may_drop_a_description_word_the_question_was_built_on(tmp_pat
         entry("lamp-2", "lamp", "batik", "quay", "2024-09-01T12:00:00Z", "A lamp.", 2, 0),
     ], tmp_path_factory, "fuzzy")
     test_phrasings_a_fourth_stranger_batch_showed(fuzzy, ("the fuzzy pastel ones", "the lamp"), "select", {"lamp-1"})
+
+
+def test_a_pose_the_cards_of_that_place_lack_is_no_constraint(tmp_path_factory):
+    """"sitting in a meadow": the one kite that sits is on the quay, and the meadow kites' cards say
+    nothing of sitting; owners remember how the subject was placed loosely. Where a card has both,
+    the pose still picks it."""
+    posed = checkin_over([
+        entry("kite-1", "kite", "batik", "meadow", "2024-02-01T12:00:00Z", "A kite waiting in a meadow.", 1, 0),
+        entry("kite-2", "kite", "gouache", "meadow", "2024-05-01T12:00:00Z", "A kite in a meadow.", 2, 0),
+        entry("kite-3", "kite", "pastel", "quay", "2024-08-01T12:00:00Z", "A kite sitting on a quay.", 3, 0),
+        entry("kite-4", "kite", "pastel", "quay", "2024-09-01T12:00:00Z", "A kite flying over a quay.", 4, 0),
+    ], tmp_path_factory, "posed")
+    test_phrasings_a_fourth_stranger_batch_showed(posed, ("the kite sitting in a meadow",), "clarify", {"kite-1", "kite-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(posed, ("the kite sitting on the quay",), "select", {"kite-3"})
+    test_phrasings_a_fourth_stranger_batch_showed(posed, ("the kite sitting in the snow",), "no_match", {"snow"})
+
+
+@pytest.mark.parametrize("text", ["the batik print, whichever", "batik prints"])
+def test_an_art_form_word_after_a_style_is_that_styles_noun(checkin, text):
+    """"a batik print" asks for the batik checkpoints; "print" names no subject the catalog lacks."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "ocarina-2"})

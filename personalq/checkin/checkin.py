@@ -134,6 +134,16 @@ class CheckIn:
 
     # -- the decision ----------------------------------------------------------------------------
     def decide(self, request: str, intent: Intent, now: datetime, pool: set[str] | None) -> CheckInResult:
+        """The decision over the constraints; when none fits, once more without the optional ones
+        (a pose: "the dog sitting on the beach" where the beach dogs' cards say nothing of sitting)."""
+        result = self._decide(request, intent, now, pool)
+        required = [c for c in intent.constraints if not c.optional]
+        if result.action == "no_match" and len(required) < len(intent.constraints):
+            relaxed = self._decide(request, replace(intent, constraints=required), now, pool)
+            return result if relaxed.action == "no_match" else relaxed
+        return result
+
+    def _decide(self, request: str, intent: Intent, now: datetime, pool: set[str] | None) -> CheckInResult:
         snap = self.snapshot
         base = set(snap.ids) if pool is None else pool & snap.cards.keys()
         sets = _exclusions_as_descriptions([(c, snap.matching(c)) for c in intent.constraints], snap.vocabulary)

@@ -80,6 +80,7 @@ class Constraint:
     end: int = -1
     exact: bool = True  # False when reached through a synonym
     excluded: bool = False  # "not the cartoon one": the checkpoints matching it are ruled out
+    optional: bool = False  # "sitting on a bench": how the subject is placed; a card may lack it when none has it
 
 
 @dataclass
@@ -203,6 +204,9 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         opens = all(t.key in CHAT_WORDS for t in scan.toks[:j])  # "just load whatever i use", not "my car one"
         if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")):
             continue  # "load the snowy one": a command; "wearing a hat": what the picture newly shows
+        if vocabulary.names_art_form(tok.key) and any(c.attribute == "style" and c.end >= 0 and not scan.text[c.end:tok.start].strip(" -")
+                                                      for c in intent.constraints):
+            continue  # "the watercolor print": the style's own noun, no subject
         thing = tok.key if vocabulary.names_thing(tok.key) else vocabulary.thing_misspelled_as(tok.key)  # "my peacok"
         if thing:
             _add(intent, ("unknown", thing), [tok], exact=True)
@@ -653,7 +657,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
         alike = vocabulary.synonym_forms(tok.key)  # "floating", where one card floats and another drifts
-        intent.constraints.append(Constraint("cue", frozenset({tok.key, *alike}) if alike else tok.key, tok.text, tok.start, tok.end))
+        pose = tok.key.endswith(("ing", "ed")) and bool(_POSE_BEFORE_PLACE.match(scan.text, tok.end))
+        intent.constraints.append(Constraint("cue", frozenset({tok.key, *alike}) if alike else tok.key, tok.text, tok.start, tok.end,
+                                             optional=pose))
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
 
 
@@ -661,6 +667,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
 # names one; a word about making checkpoints ("the train" of "train a model") stays one.
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.I)
 _PARTICLE = re.compile(r"\s+(?:out|around|about)\b", re.I)
+
+
+# "sitting on a shelf", "parked at the dock": a participle before a place says how the subject is
+# there, a pose the owner may remember loosely ("sitting" for a card's "waiting")
+_POSE_BEFORE_PLACE = re.compile(r"\s+(?:on|in|at|by|among|beside|near|under|inside|atop|next\s+to|outside)\b", re.I)
 
 
 # What joins a verb to the style it was made in: "painted in", "drawn as a", "done with".
