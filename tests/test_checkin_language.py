@@ -840,6 +840,8 @@ def test_a_verb_form_also_reads_as_the_same_form_of_a_synonym():
     ("made this summer", "2025-06-01", "2025-09-01"),   # under way: it counts too
     ("made this autumn", "2024-09-01", "2024-12-01"),   # not yet begun this year: the latest that has
     ("from 2025 on", "2025-01-01", None),               # the year and all after it
+    ("made this june", "2025-06-01", "2025-07-01"),     # a month likewise: this year's, under way
+    ("used this past may", "2025-05-01", "2025-06-01"),  # the latest that has ended
 ])
 def test_this_season_and_a_year_on(text, start, end):
     test_fixed_holidays_are_dates(text, start, end)

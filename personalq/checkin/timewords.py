@@ -31,7 +31,7 @@ _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
 _MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
 # "may" and "march" are also verbs: lower-case, they name a month only after a word that introduces one.
 _VERB_MONTH = re.compile(r"^(?:may|march)$")
-_MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the|this|last|and|between)\s+$", re.I)
+_MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the|this|past|last|and|between)\s+$", re.I)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
 _HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
@@ -69,6 +69,8 @@ PATTERNS = [
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
+    # "this june", "this past june"; not "last june", which some say of last year's and some of the latest
+    ("named_month", re.compile(rf"\b{_PREP}(this\s+past\s+|this\s+)({_MONTH})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
     ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
     # "in 2025", "the 2025 one", "my 2024 dog": a year alone is when it was made; not a count ("2000 images")
@@ -209,7 +211,7 @@ def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, i
         for m in pattern.finditer(text):
             if any(taken[m.start():m.end()]):
                 continue
-            if kind in ("month", "month_rel_year") and _is_verb_month(text, m, 1):
+            if kind in ("month", "month_rel_year", "named_month") and _is_verb_month(text, m, 2 if kind == "named_month" else 1):
                 continue
             window = _window(kind, m, now)
             if window is None:
@@ -241,6 +243,16 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
 
 def _unit(word: str) -> str:
     return _UNIT_NAMES.get(word.lower(), word.lower())
+
+
+def _latest(which: str, month: int, months: int, now: datetime) -> tuple[datetime, datetime]:
+    """"this past summer", "last june": the latest such span that has ended; "this autumn", "this
+    june": the latest that has begun."""
+    started = which.lower().split() == ["this"]
+    year = now.year
+    while (first := datetime(year, month, 1, tzinfo=timezone.utc)) + relativedelta(months=0 if started else months) > now:
+        year -= 1
+    return first, first + relativedelta(months=months)
 
 
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
@@ -286,13 +298,11 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         if m.group(3):
             first = datetime(int(m.group(3)), months[0], 1, tzinfo=timezone.utc)
             return TimeWindow(words, first, first + relativedelta(months=3))
-        if m.group(1):  # "this past summer", "last spring": the latest one that has ended; "this autumn": that has begun
-            started = m.group(1).lower().split() == ["this"]
-            year = now.year
-            while (first := datetime(year, months[0], 1, tzinfo=timezone.utc)) + relativedelta(months=0 if started else 3) > now:
-                year -= 1
-            return TimeWindow(words, first, first + relativedelta(months=3))
+        if m.group(1):
+            return TimeWindow(words, *_latest(m.group(1), months[0], 3, now))
         return TimeWindow(words, months=months)
+    if kind == "named_month":
+        return TimeWindow(words, *_latest(m.group(1), _month_number(m.group(2)), 1, now))
     if kind == "month_year":
         first = datetime(int(m.group(2)), _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))
