@@ -892,3 +892,11 @@ def test_a_pose_the_cards_of_that_place_lack_is_no_constraint(tmp_path_factory):
 def test_an_art_form_word_after_a_style_is_that_styles_noun(checkin, text):
     """"a batik print" asks for the batik checkpoints; "print" names no subject the catalog lacks."""
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "ocarina-2"})
+
+
+def test_anything_in_a_place_after_a_choice_drops_the_earlier_subject(checkin):
+    """"the kite on the quay", then "hmm actually anything in a meadow": any subject in a meadow, the
+    ocarina too; "and in a meadow?" keeps the kite."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "hmm actually anything in a meadow"), "clarify",
+                                                  {"kite-1", "kite-2", "ocarina-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "and in a meadow?"), "clarify", {"kite-1", "kite-2"})

@@ -37,6 +37,8 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "place": "environment", "setting": "environment", "spot": "environment", "location": "environment",
                     "background": "environment", "scene": "environment",
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
+# "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
+_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
@@ -434,8 +436,10 @@ class Conversation:
         """"same animal but the newest one", "same style but the cat": of the earlier request only the
         attribute named after "same" stays (the words naming it ask for nothing new), or, where the
         request did not name it, the chosen checkpoint's; "a different subject" rules the earlier
-        subject out."""
+        subject out, and "anything in the forest", naming no subject, drops it."""
         vocabulary = self.checkin.snapshot.vocabulary
+        if _ANY_SUBJECT.search(reply) and not any(c.attribute in ("subject", "unknown") for c in follow.constraints):
+            self.intent = replace(self.intent, constraints=[c for c in self.intent.constraints if c.attribute not in ("subject", "unknown")])
         for pattern, keep in ((_SAME_ATTRIBUTE, True), (_OTHER_ATTRIBUTE, False)):
             m = pattern.search(reply)  # "another horse" is one more of them: only a word for the attribute says "other"
             attribute = m and (_attribute_named(*m.groups(), vocabulary) if keep else _ATTRIBUTE_WORDS.get(m.group(1).lower()))
