@@ -900,3 +900,12 @@ def test_anything_in_a_place_after_a_choice_drops_the_earlier_subject(checkin):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "hmm actually anything in a meadow"), "clarify",
                                                   {"kite-1", "kite-2", "ocarina-1"})
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "and in a meadow?"), "clarify", {"kite-1", "kite-2"})
+
+
+def test_a_season_after_a_possessive_is_a_look_not_a_date():
+    """"a kite in its winter coat" says how it looks; "a kite made in winter" says when."""
+    from personalq.checkin.timewords import find_time_phrases
+
+    now = datetime.fromisoformat(NOW)
+    assert find_time_phrases("a kite in its winter coat", now) == []
+    assert [w.months for w, _, _ in find_time_phrases("a kite made in winter", now)] == [(12, 1, 2)]

@@ -67,7 +67,9 @@ PATTERNS = [
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
-    ("season", re.compile(r"\b" + _PREP + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+    # not after a possessive: "in its winter coat" is how the subject looks
+    ("season", re.compile(r"\b(?<!its\s)(?<!his\s)(?<!her\s)(?<!their\s)" + _PREP
+                          + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     # "this june", "this past june"; not "last june", which some say of last year's and some of the latest
     ("named_month", re.compile(rf"\b{_PREP}(this\s+past\s+|this\s+)({_MONTH})\b", re.I)),
