@@ -76,6 +76,8 @@ def test_may_the_verb_is_no_month(checkin):
     ("kite i haven't used yet", "kite-3"),
     ("which kite do i reach for most", "kite-1"),
     ("the kite that gets the most use", "kite-1"),
+    ("kite - whichever one i use way more than the others", "kite-1"),
+    ("the kite i use less than the rest", "kite-3"),
     ("the ocarina i never tried", None),               # every ocarina was used: nothing fits
 ])
 def test_usage_phrases(checkin, text, expected):
