@@ -911,3 +911,14 @@ def test_a_season_after_a_possessive_is_a_look_not_a_date():
     now = datetime.fromisoformat(NOW)
     assert find_time_phrases("a kite in its winter coat", now) == []
     assert [w.months for w, _, _ in find_time_phrases("a kite made in winter", now)] == [(12, 1, 2)]
+
+
+def test_a_detail_described_by_its_definition_and_genus_is_that_detail(tmp_path_factory):
+    """WordNet defines a quill as a "pen made from a bird's feather", a kind of pen: "the feather pen"
+    is the card's quill. "the crayon pen" names no word of that definition."""
+    desk = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp beside a quill.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp beside a candle.", 2, 0),
+    ], tmp_path_factory, "desk")
+    test_phrasings_a_fourth_stranger_batch_showed(desk, ("the lamp with the feather pen",), "select", {"lamp-1"})
+    assert desk.ask("the lamp with the crayon pen", now=NOW).action != "select"

@@ -606,9 +606,15 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             hit = matter.get(j) or vocabulary.similar(toks[j].text.lower())
             if hit and not (hit[0] != "environment" and _in_place_slot(scan.text, toks[j]) and vocabulary.names_place(toks[j].key)):
                 proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
+    defined = []  # "a feather pen": the description word WordNet defines in these words
     for run in _runs(content, toks, scan.text):
         for a, b in zip(run, run[1:]):
             hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
+            if hit is None and not cues & {a, b}:
+                hit = vocabulary.defined_with_genus(f"{toks[a].key} {toks[b].key}")
+                if hit and hit[0] == "cue":
+                    defined.append((hit[1], (a, b)))
+                    continue
             where = hit and hit[0] == "environment" and _in_place_slot(scan.text, toks[a])  # "up in the bell tower"
             if hit and hit[0] != "subject" and not where and (
                     _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key) and not vocabulary.names_art_form(toks[b].key)
@@ -645,6 +651,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                 scan.in_subject_slot(span[0]) or (len(span) == 1 and _HEAD_END.match(scan.text, toks[span[0]].end))):
             _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
             scan.found.add(attribute)
+            resolved.update(span)
+    for word, span in defined:
+        if not resolved.intersection(span):
+            intent.constraints.append(Constraint("cue", word, f"{toks[span[0]].text} {toks[span[1]].text}", toks[span[0]].start, toks[span[1]].end))
             resolved.update(span)
     subject = intent.subject
     for j, words in shades.items():

@@ -179,6 +179,8 @@ class CatalogVocabulary:
         # a style -> its senses' definition words, and those words' base forms
         self._style_definitions: dict[tuple[str, ...], list[tuple[frozenset[str], set[str]]]] | None = None
         self._place_matter: dict[str, set[tuple[str, ...]]] | None = None  # a noun -> the places WordNet defines as made of it
+        # a genus word -> the places and description words it is the genus of, each with its definition's words in any form
+        self._genus_of: dict[str, list[tuple[str, object, set[str]]]] | None = None
 
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
@@ -607,6 +609,30 @@ class CatalogVocabulary:
                             self._place_matter[matter].add(key)
         places = set().union(*(self._place_matter.get(form, set()) for form in word_forms(word)))
         return ("environment", places.pop(), DEFINITION_STRENGTH) if len(places) == 1 else None
+
+    def defined_with_genus(self, phrase: str) -> tuple[str, object, float] | None:
+        """The one catalog place or description word that WordNet defines in the phrase's words, its
+        last word the genus (a lemma of the sense's hypernym): a "feather pen" is a quill ("pen made
+        from a bird's feather", a pen). Unlike a style's, a place's or a detail's definition alone has
+        too many ordinary words to go by; the genus ties the phrase to one sense. Returns
+        ("environment", key, strength) or ("cue", word, strength)."""
+        lex = self.lexicon
+        words = [w for w in phrase.split() if w not in STOP_WORDS and len(w) >= 3]
+        if lex is None or len(words) < 2:
+            return None
+        if self._genus_of is None:  # once per catalog revision
+            self._genus_of = defaultdict(list)
+            named = [("environment", key, self.labels[("environment", key)]) for key in self.terms["environment"]]
+            for attribute, value, label in named + [("cue", word, word) for word in self.cue_words]:
+                for o in lex.senses(label.replace(" ", "_")):
+                    forms = {f for w in lex.defined_words(o) for f in word_forms(w)}
+                    for genus in {lemma.lower() for h in lex.synset(o).hypernyms for lemma in lex.synset(h).lemmas if "_" not in lemma}:
+                        self._genus_of[genus].append((attribute, value, forms))
+        *modifiers, head = words
+        found = {(attribute, value) for form in word_forms(head) for attribute, value, forms in self._genus_of.get(form, ())
+                 if all(word_forms(w) & forms for w in modifiers)}
+        places = {hit for hit in found if hit[0] == "environment"}  # a place a description names is that place
+        return (*(places or found).pop(), DEFINITION_STRENGTH) if len(places or found) == 1 else None
 
     def _categories_below(self, phrase: str) -> tuple[str, frozenset, float] | None:
         """"a watercolor animal", "any bird": a word whose usual sense is an ancestor of catalog
