@@ -922,3 +922,14 @@ def test_a_detail_described_by_its_definition_and_genus_is_that_detail(tmp_path_
     ], tmp_path_factory, "desk")
     test_phrasings_a_fourth_stranger_batch_showed(desk, ("the lamp with the feather pen",), "select", {"lamp-1"})
     assert desk.ask("the lamp with the crayon pen", now=NOW).action != "select"
+
+
+def test_the_photo_one_is_the_photographic_look(tmp_path_factory):
+    """"the photo one" answers a question about looks with the catalog's photographic style; "a
+    photo of my lamp" only asks for a picture."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "photorealism", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "lamps")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp please", "the photo one"), "select", {"lamp-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photo of my lamp",), "clarify", {"lamp-1", "lamp-2"})

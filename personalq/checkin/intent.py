@@ -248,9 +248,10 @@ _AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
 _STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
-# "as a photo", "like a real photo", "an actual photo of": a photograph is how it looks, while "a
-# photo of my dog" only asks for a picture (so "photo" alone is a domain word).
-_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b", re.I)
+# "as a photo", "like a real photo", "an actual photo of", "the photo one": a photograph is how it
+# looks, while "a photo of my dog" only asks for a picture (so "photo" alone is a domain word).
+_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b|"
+                       r"(?:(?<=\bthe\s)|(?<=\ba\s))photo(?:graph)?(?=[\s-]+(?:one|ones|version|style|look)\b)", re.I)  # not "the old scratchy photo one"
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -260,8 +261,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     A photograph asked for as a look is the catalog's photorealistic style, or one it lacks."""
     photo = _AS_PHOTO.search(scan.text)
     if photo:
-        hit = vocabulary.similar("photorealistic")
-        attribute, value = hit[:2] if hit and hit[0] == "style" else ("unknown", "photo")
+        hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
+        attribute, value = hit[:2] if hit else ("unknown", "photo")
         intent.constraints.append(Constraint(attribute, value, photo.group(0), photo.start(), photo.end(), exact=attribute == "unknown"))
         return
     for j in unknown:
