@@ -78,6 +78,7 @@ def test_may_the_verb_is_no_month(checkin):
     ("the kite that gets the most use", "kite-1"),
     ("kite - whichever one i use way more than the others", "kite-1"),
     ("the kite i use less than the rest", "kite-3"),
+    ("the kite i used at the end of june", "kite-2"),   # kite-1 was last used on the 20th
     ("the ocarina i never tried", None),               # every ocarina was used: nothing fits
 ])
 def test_usage_phrases(checkin, text, expected):
@@ -843,6 +844,8 @@ def test_a_verb_form_also_reads_as_the_same_form_of_a_synonym():
     ("made this autumn", "2024-09-01", "2024-12-01"),   # not yet begun this year: the latest that has
     ("from 2025 on", "2025-01-01", None),               # the year and all after it
     ("made this june", "2025-06-01", "2025-07-01"),     # a month likewise: this year's, under way
+    ("used at the end of june", "2025-06-21", "2025-07-01"),  # a third of the latest june begun
+    ("late march 2024", "2024-03-21", "2024-04-01"),
     ("used this past may", "2025-05-01", "2025-06-01"),  # the latest that has ended
 ])
 def test_this_season_and_a_year_on(text, start, end):

@@ -20,6 +20,7 @@ from dateutil.relativedelta import relativedelta
 SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fall": (9, 10, 11), "winter": (12, 1, 2)}
 # "early 2025", "the end of 2024": a year in thirds.
 YEAR_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 5, "middle": 5, "late": 9, "end": 9}
+MONTH_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 11, "middle": 11, "late": 21, "end": 21}  # the day each third starts
 # Fixed-date holidays dateparser does not read: (month, day).
 HOLIDAYS = {"christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
             "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentine's day": (2, 14),
@@ -70,6 +71,9 @@ PATTERNS = [
     # not after a possessive: "in its winter coat" is how the subject looks
     ("season", re.compile(r"\b(?<!its\s)(?<!his\s)(?<!her\s)(?<!their\s)" + _PREP
                           + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+    # "at the end of october", "late march 2025": that third of the month (the latest begun, without a year)
+    ("month_part", re.compile(rf"\b{_PREP}(?:at\s+)?(?:the\s+)?(?:very\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+({_MONTH})"
+                              rf"(?:,?\s+(\d{{4}}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
     # "this june", "this past june"; not "last june", which some say of last year's and some of the latest
     ("named_month", re.compile(rf"\b{_PREP}(this\s+past\s+|this\s+)({_MONTH})\b", re.I)),
@@ -310,6 +314,12 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return TimeWindow(words, first, first + relativedelta(months=1))
     if kind == "month":
         return TimeWindow(words, months=(_month_number(m.group(1)),))
+    if kind == "month_part":
+        month, day = _month_number(m.group(2)), MONTH_PARTS[m.group(1).lower()]
+        first = datetime(int(m.group(3)) if m.group(3) else now.year, month, day, tzinfo=timezone.utc)
+        if not m.group(3) and first > now:  # no year: the latest that has begun
+            first -= relativedelta(years=1)
+        return TimeWindow(words, first, first + relativedelta(days=10) if day < 21 else first.replace(day=1) + relativedelta(months=1))
     if kind == "year_part":
         first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=4))
