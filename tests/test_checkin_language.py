@@ -936,3 +936,18 @@ def test_the_photo_one_is_the_photographic_look(tmp_path_factory):
     ], tmp_path_factory, "lamps")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp please", "the photo one"), "select", {"lamp-2"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photo of my lamp",), "clarify", {"lamp-1", "lamp-2"})
+
+
+def test_an_answer_may_name_an_offered_option_by_part_of_its_one_word_term(tmp_path_factory):
+    """Asked "the lacework lamp or the batik lamp?", "the lace one" is the lacework lamp, though the
+    catalog has no "lace"; asked "the ocarina or the kettledrum?", "the drum" is the kettledrum."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "lacework", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("kettledrum-1", "kettledrum", "batik", "meadow", "2024-06-01T12:00:00Z", "A kettledrum.", 1, 0),
+        entry("ocarina-1", "ocarina", "batik", "meadow", "2024-07-01T12:00:00Z", "An ocarina.", 1, 0),
+    ], tmp_path_factory, "parts")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp", "the lace one"), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("something in a meadow", "the drum"), "select", {"kettledrum-1"})
+    # a new request for a subject the catalog lacks still starts over, though it names an offered style
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp", "actually the walrus in batik"), "no_match", {"walrus"})

@@ -280,11 +280,13 @@ class CheckIn:
 
 def _options_named(options: list[ClarificationOption], reply: str, vocabulary: CatalogVocabulary) -> list[ClarificationOption]:
     """The offered options whose value shares a word with the reply ("pixel" of a "pixel art" option),
-    else those the reply names by another word for them or a broader one, in any of its senses: only
-    the offered options are meant, so "the machine" is the car offered (WordNet's rarer sense)."""
+    else those the reply names by another word for them or a broader one, in any of its senses, else
+    by a part of one of their one-word terms ("the wrist one" for the wristwatch): only the offered options
+    are meant, so "the machine" is the car offered (WordNet's rarer sense)."""
     words = {t.key for t in tokens(reply)}
     return [o for o in options if words & {t.key for t in tokens(o.value)}] or [
-        o for o in options if any(vocabulary.names_in_any_sense(w, o.value) for w in words - STOP_WORDS)]
+        o for o in options if any(vocabulary.names_in_any_sense(w, o.value) for w in words - STOP_WORDS)] or [
+        o for o in options if any(vocabulary.part_of_a_term(w, o.checkpoint_ids) for w in words - STOP_WORDS)]
 
 
 def _attribute_named(first: str, second: str | None, vocabulary: CatalogVocabulary) -> str | None:
@@ -486,7 +488,8 @@ class Conversation:
         """Another subject than the one asked for, and no word tying it to the earlier request. Where
         the earlier request named no subject ("the one in the forest"), a subject that none of the offered
         checkpoints is asks anew when the catalog lacks it ("do you have a submarine?") or the reply says
-        more ("give me the cat in the snow"); named alone ("the cat"), it may be the one the question missed."""
+        more ("give me the cat in the snow"); named alone ("the cat"), it may be the one the question missed.
+        A word the catalog lacks that names one offered option ("the hand one" for the handbag) answers it."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
@@ -494,6 +497,8 @@ class Conversation:
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         if not new:
             return False
+        if all(c.attribute == "unknown" for c in new) and len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1:
+            return False  # "the wrist one" for the wristwatch: a word the catalog lacks, yet part of one offered
         if not old:
             if any(snap.matching(a) & set(self.last.plausible_ids) for a in new):
                 return False  # one of the offered or chosen checkpoints

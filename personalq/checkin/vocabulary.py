@@ -316,6 +316,13 @@ class CatalogVocabulary:
         return bool(senses) and any(senses & self.lexicon.ancestors(o, LEXICON_MAX_UP).keys()
                                     for o in self.lexicon.senses(label.replace(" ", "_")))
 
+    def part_of_a_term(self, word: str, ids: Collection[str]) -> bool:
+        """Whether the word starts or ends a one-word term of these checkpoints ("wrist" of wristwatch,
+        "scraper" of skyscraper): among the few offered checkpoints, a part of the compound names it."""
+        return len(word) >= 4 and any(
+            key[0] != word and (key[0].startswith(word) or key[0].endswith(word))
+            for attribute in self.ATTRIBUTES for key, matching in self.terms[attribute].items() if len(key) == 1 and matching & set(ids))
+
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_colour(word)
