@@ -951,3 +951,28 @@ def test_an_answer_may_name_an_offered_option_by_part_of_its_one_word_term(tmp_p
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("something in a meadow", "the drum"), "select", {"kettledrum-1"})
     # a new request for a subject the catalog lacks still starts over, though it names an offered style
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp", "actually the walrus in batik"), "no_match", {"walrus"})
+
+
+def test_a_colour_survey_shade_before_the_subject_is_that_colour(tmp_path_factory):
+    """The XKCD colour survey files "plum" under purple: "the purple lamp" is the plum lamp, though
+    another card says "purple" itself. A plum tree behind a lamp is no purple lamp."""
+    shaded = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A plum lamp on a quay.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp under a plum tree.", 2, 0),
+        entry("lamp-3", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A grey lamp.", 3, 0),
+        entry("ocarina-1", "ocarina", "batik", "quay", "2024-05-01T12:00:00Z", "A purple ocarina.", 1, 0),
+    ], tmp_path_factory, "shaded")
+    test_phrasings_a_fourth_stranger_batch_showed(shaded, ("the purple lamp",), "select", {"lamp-1"})
+
+
+def test_a_colour_no_card_writes_but_a_shade_of_it_still_binds_the_word_after_it(tmp_path_factory):
+    """No card says "blue", one says "cobalt" (a survey shade of blue): "the blue lamp" is the cobalt
+    one, "the cobalt blue one" names that shade alone, and "a blue glaze" needs a blue glaze, which
+    the speckled one is not."""
+    glazed = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A cobalt lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp with a speckled glaze.", 2, 0),
+    ], tmp_path_factory, "glazed")
+    test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the blue lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the cobalt blue one",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the lamp with a blue glaze",), "no_match", {"blue"})

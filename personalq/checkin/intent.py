@@ -18,7 +18,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
-from personalq.checkin.vocabulary import CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, tokens
+from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, survey_colours,
+                                         tokens)
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
@@ -584,6 +585,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
+    # "the cobalt blue one": a colour after its survey shade is part of the shade's name; "a blue glaze",
+    # where no card writes blue but only shades of it, asks for a glaze of that colour (see _absent_colour)
+    cues -= {j for j in cues if toks[j].key in BASIC_COLOURS and (
+        j - 1 in content and f"{toks[j - 1].key} {toks[j].key}" in survey_colours()
+        or toks[j].key in vocabulary.shade_only_colours and j + 1 in cues)}
     # "hanging out at the bar", "lazing around": a phrasal verb says what the subject does, no look
     cues -= {j for j in cues if toks[j].key.endswith("ing") and _PARTICLE.match(scan.text, toks[j].end)}
     if "style" not in scan.found:  # "the stitched one": a word that reads as a style is that style, not only a card's word for it

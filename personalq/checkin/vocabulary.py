@@ -10,6 +10,7 @@ the kind a watch is, "automobile" another name for car).
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -122,6 +123,29 @@ def term_key(phrase: str) -> tuple[str, ...]:
     return tuple(norm(m.group()) for m in _WORD.finditer(phrase))
 
 
+# Berlin and Kay's eleven basic colour terms: what a survey shade is filed under ("plum" under purple)
+BASIC_COLOURS = ("black", "white", "red", "green", "yellow", "blue", "brown", "purple", "pink", "orange", "grey")
+
+
+@functools.cache
+def survey_colours() -> dict[str, tuple[float, float, float]]:
+    """The colours of the XKCD colour survey by name ("plum", "plum purple"), as matplotlib ships them."""
+    from matplotlib.colors import XKCD_COLORS, to_rgb
+
+    return {name.removeprefix("xkcd:"): to_rgb(value) for name, value in XKCD_COLORS.items()}
+
+
+@functools.cache
+def _survey_shade_of(word: str, colours: tuple[str, ...]) -> str | None:
+    """The colour the survey files a shade under: of the colours it names the word with ("mustard
+    yellow", "mustard green"), the nearest to the word's own colour."""
+    survey = survey_colours()
+    named = [c for c in colours if f"{word} {c}" in survey]
+    if word not in survey or not named:
+        return None
+    return min(named, key=lambda c: sum((a - b) ** 2 for a, b in zip(survey[word], survey[c])))
+
+
 class CatalogVocabulary:
     """Term -> checkpoint ids for subjects, styles and environments, and a word index of descriptions."""
 
@@ -136,6 +160,7 @@ class CatalogVocabulary:
         self.term_categories: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)  # subject term -> its cards' categories
         self.cue_words: dict[str, set[str]] = defaultdict(set)
         self.description_pairs: set[tuple[str, str]] = set()  # adjacent description words ("tabby cat")
+        self.shade_only_colours: set[str] = set()  # basic colours no card writes, only a survey shade of them
         for card in cards:
             fields = {
                 "subject": [card.category, *card.subject_types],
@@ -159,6 +184,7 @@ class CatalogVocabulary:
                     self.cue_words[tok.key].add(card.id)
             self.description_pairs.update((a.key, b.key) for a, b in zip(described, described[1:]))
         self._places_in_descriptions(cards)
+        self._survey_shades_in_descriptions(cards)
         self._drop_common_cues(len(cards))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
@@ -364,6 +390,26 @@ class CatalogVocabulary:
                     key = tuple(keys[i:i + size])
                     if key in places:
                         places[key].add(card.id)
+
+    def _survey_shades_in_descriptions(self, cards: Sequence) -> None:
+        """A card that writes a shade before its subject or a material ("a plum dog", "in plum felt")
+        is that shade's basic colour too, as the XKCD colour survey files it (`_survey_shade_of`): a
+        user may call it purple. Only a shade WordNet knows neither as a colour of its own nor usually
+        as a place; elsewhere ("a plum tree") the word is a thing."""
+        lex = self.lexicon
+        if lex is None:
+            return
+        subjects = {part for key in self.terms["subject"] for part in key}
+        written = set(self.cue_words)
+        for card in cards:
+            keys = [t.key for t in tokens(card.description)]
+            for shade, after in zip(keys, keys[1:]):
+                colour = _survey_shade_of(shade, BASIC_COLOURS)
+                if colour and (after in subjects or lex.names_matter(after)) and not lex.colour_senses(shade) \
+                        and not any(PLACES & lex.ancestors(o, 20).keys() for o in lex.usual_senses(shade)):
+                    self.cue_words[colour].add(card.id)
+                    if colour not in written:
+                        self.shade_only_colours.add(colour)
 
     def _drop_common_cues(self, card_count: int) -> None:
         """A description word most cards share ("samples", "trained") tells no checkpoint apart, so
