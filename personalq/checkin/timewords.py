@@ -252,8 +252,8 @@ def _unit(word: str) -> str:
 
 
 def _latest(which: str, month: int, months: int, now: datetime) -> tuple[datetime, datetime]:
-    """"this past summer", "last june": the latest such span that has ended; "this autumn", "this
-    june": the latest that has begun."""
+    """"this past summer", "last spring", "this past may": the latest such span that has ended; "this
+    autumn", "this june": the latest that has begun."""
     started = which.lower().split() == ["this"]
     year = now.year
     while (first := datetime(year, month, 1, tzinfo=timezone.utc)) + relativedelta(months=0 if started else months) > now:
