@@ -425,8 +425,8 @@ class Conversation:
             if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
                 return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(named[0].checkpoint_ids), reply)]))
         chosen = self.last.checkpoint_id if self.last.action == "select" else None
-        follow = self._same_or_other(reply, follow)
-        self.intent = self.intent.refined(follow)
+        earlier, follow = self._same_or_other(reply, follow)
+        self.intent = earlier.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
         if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
             self._drop_earlier(follow, only=("cue",) if asked else None)
@@ -434,30 +434,32 @@ class Conversation:
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
         return self.last
 
-    def _same_or_other(self, reply: str, follow: Intent) -> Intent:
+    def _same_or_other(self, reply: str, follow: Intent) -> tuple[Intent, Intent]:
         """"same animal but the newest one", "same style but the cat": of the earlier request only the
         attribute named after "same" stays (the words naming it ask for nothing new), or, where the
         request did not name it, the chosen checkpoint's; "a different subject" rules the earlier
-        subject out, and "anything in the forest", naming no subject, drops it."""
+        subject out, and "anything in the forest", naming no subject, drops it. Returns the earlier
+        request the follow-up refines, and the follow-up."""
         vocabulary = self.checkin.snapshot.vocabulary
+        base = self.intent
         if _ANY_SUBJECT.search(reply) and not any(c.attribute in ("subject", "unknown") for c in follow.constraints):
-            self.intent = replace(self.intent, constraints=[c for c in self.intent.constraints if c.attribute not in ("subject", "unknown")])
+            base = replace(base, constraints=[c for c in base.constraints if c.attribute not in ("subject", "unknown")])
         for pattern, keep in ((_SAME_ATTRIBUTE, True), (_OTHER_ATTRIBUTE, False)):
             m = pattern.search(reply)  # "another horse" is one more of them: only a word for the attribute says "other"
             attribute = m and (_attribute_named(*m.groups(), vocabulary) if keep else _ATTRIBUTE_WORDS.get(m.group(1).lower()))
             if not attribute:
                 continue
             group = {"subject", "unknown"} if attribute == "subject" else {attribute}
-            earlier = [c for c in self.intent.constraints if c.attribute in group and not c.excluded]
+            earlier = [c for c in base.constraints if c.attribute in group and not c.excluded]
             if not earlier and self.last.action == "select":  # "the watercolor dog", then "same place but ...": the chosen one's place
                 value = _attribute_value(self.checkin.snapshot.cards[self.last.checkpoint_id], "category" if attribute == "subject" else attribute)
                 earlier = [Constraint(attribute, term_key(value), value)] if value else []
             follow.constraints = [c for c in follow.constraints if not m.start() <= c.start < m.end()]
             if keep:
-                self.intent = Intent(self.intent.text, earlier)
+                base = Intent(base.text, earlier)
             else:
                 follow.constraints += [replace(c, excluded=True) for c in earlier]
-        return follow
+        return base, follow
 
     def _drop_earlier(self, follow: Intent, other_than: str | None = None, only: tuple[str, ...] | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the

@@ -172,18 +172,19 @@ class WordNet:
         senses where no use was tagged): "neon", "gold", "glass" are; "cool", "fat", "classic" are not."""
         return bool(self.senses(word)) and self._noun_uses(word) > self._adjective_uses(word)
 
-    def verb_synonyms(self, verb: str) -> set[str]:
+    @lru_cache(maxsize=4096)  # per request otherwise: each "-ing" cue asks again; `wordnet()` keeps one instance
+    def verb_synonyms(self, verb: str) -> frozenset[str]:
         """The one-word verbs that share one of the verb's two most frequent senses: "drift" for float."""
         line = self._line("index.verb", verb.lower().encode("utf-8", "ignore")) if "data.verb" in self._maps else None
         if line is None:
-            return set()
+            return frozenset()
         fields = line.decode().split()
         count, pointers = int(fields[2]), int(fields[3])
         synonyms = set()
         for offset in fields[4 + pointers + 2:4 + pointers + 2 + count][:2]:
             head = self._line("data.verb", offset.encode()).decode().split()
             synonyms |= {head[4 + 2 * i] for i in range(int(head[3], 16))}
-        return {word for word in synonyms if "_" not in word} - {verb.lower()}
+        return frozenset(word for word in synonyms if "_" not in word) - {verb.lower()}
 
     def is_verb(self, word: str) -> bool:
         """Whether WordNet knows the word (as typed) as a verb: "load", "grab"."""
