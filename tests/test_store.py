@@ -612,3 +612,20 @@ def test_a_1000_entry_catalog_loads_in_batches(store, tmp_path):
 
     again = store.load_catalog(catalog)
     assert again.added == [] and len(again.skipped) == 1001
+
+
+def test_hybrid_search_ranks_ties_alike_whatever_order_the_allowed_ids_come_in(store):
+    """Check-in passes the ids that fit as a set, whose order changes from one process to the next;
+    three identical cards tie in BM25 (whose stable sort keeps the order it is given), so only a
+    fixed order keeps the question's options in the same order run after run."""
+    from personalq.checkin.retrieval import hybrid_search
+
+    for card_id in ("lamp-c", "lamp-a", "lamp-b"):
+        store.add_entry(entry(id=card_id, triggers=[f"<{card_id}>"], subject_types=["lamp"], description="A brass lamp.",
+                              category="lamp", version=None))
+    for card_id in ("kite-1", "kite-2", "kite-3", "kite-4"):  # so that BM25 weighs "brass" and "lamp" above nothing
+        store.add_entry(entry(id=card_id, triggers=[f"<{card_id}>"], subject_types=["kite"], description="A red kite over a meadow.",
+                              category="kite", version=None))
+    orders = [["lamp-a", "lamp-b", "lamp-c"], ["lamp-c", "lamp-b", "lamp-a"], ["lamp-b", "lamp-c", "lamp-a"]]
+    rankings = {tuple(i for i, _ in hybrid_search(store, "brass lamp", 3, ids=order)) for order in orders}
+    assert len(rankings) == 1, rankings

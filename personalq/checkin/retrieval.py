@@ -20,7 +20,7 @@ def rrf_fuse(rankings: Sequence[Sequence[tuple[str, float]]], k: int = RRF_K) ->
 def hybrid_search(store, query: str, k: int, ids: Collection[str] | None = None, depth: int | None = None) -> list[tuple[str, float]]:
     """Top-`k` by RRF over dense and sparse lists `depth` deep (default 5k: fusion needs overlap)."""
     depth = depth or 5 * k
-    ids = list(ids) if ids is not None else None
+    ids = sorted(ids) if ids is not None else None  # one order for ties, whatever order a set gives
     dense = store.dense_search(query, depth, ids=ids)
     sparse = store.sparse_search(query, depth, ids=ids)
     return rrf_fuse([dense, sparse])[:k]
