@@ -136,8 +136,8 @@ def _month_number(name: str) -> int:
     return list(calendar.month_abbr).index(key)
 
 
-def _latest_start(month: int, now: datetime) -> datetime:
-    start = datetime(now.year, month, 1, tzinfo=timezone.utc)
+def _latest_start(month: int, now: datetime, day: int = 1) -> datetime:
+    start = datetime(now.year, month, day, tzinfo=timezone.utc)
     return start if start <= now else start - relativedelta(years=1)
 
 
@@ -316,9 +316,8 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return TimeWindow(words, months=(_month_number(m.group(1)),))
     if kind == "month_part":
         month, day = _month_number(m.group(2)), MONTH_PARTS[m.group(1).lower()]
-        first = datetime(int(m.group(3)) if m.group(3) else now.year, month, day, tzinfo=timezone.utc)
-        if not m.group(3) and first > now:  # no year: the latest that has begun
-            first -= relativedelta(years=1)
+        # no year: the latest that has begun
+        first = datetime(int(m.group(3)), month, day, tzinfo=timezone.utc) if m.group(3) else _latest_start(month, now, day)
         return TimeWindow(words, first, first + relativedelta(days=10) if day < 21 else first.replace(day=1) + relativedelta(months=1))
     if kind == "year_part":
         first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)

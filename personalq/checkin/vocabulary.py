@@ -161,6 +161,7 @@ class CatalogVocabulary:
         self.cue_words: dict[str, set[str]] = defaultdict(set)
         self.description_pairs: set[tuple[str, str]] = set()  # adjacent description words ("tabby cat")
         self.shade_only_colours: set[str] = set()  # basic colours no card writes, only a survey shade of them
+        described_keys: dict[str, list[str]] = {}  # card id -> its description's word keys, read once
         for card in cards:
             fields = {
                 "subject": [card.category, *card.subject_types],
@@ -182,11 +183,12 @@ class CatalogVocabulary:
             for tok in described + tokens(" ".join(card.environment)):
                 if tok.key not in STOP_WORDS:
                     self.cue_words[tok.key].add(card.id)
-            self.description_pairs.update((a.key, b.key) for a, b in zip(described, described[1:]))
-        self._places_in_descriptions(cards)
-        self._survey_shades_in_descriptions(cards)
-        self._drop_common_cues(len(cards))
+            keys = described_keys[card.id] = [t.key for t in described]
+            self.description_pairs.update(zip(keys, keys[1:]))
         self.subject_words = {part for key in self.terms["subject"] for part in key}
+        self._places_in_descriptions(described_keys)
+        self._survey_shades_in_descriptions(described_keys)
+        self._drop_common_cues(len(cards))
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
         self._term_list = [(a, k) for a in self.ATTRIBUTES for k in self.terms[a]]
         self._term_vectors: dict[str, np.ndarray] | None = None
@@ -345,9 +347,10 @@ class CatalogVocabulary:
     def part_of_a_term(self, word: str, ids: Collection[str]) -> bool:
         """Whether the word starts or ends a one-word term of these checkpoints ("wrist" of wristwatch,
         "scraper" of skyscraper): among the few offered checkpoints, a part of the compound names it."""
+        ids = set(ids)
         return len(word) >= 4 and any(
             key[0] != word and (key[0].startswith(word) or key[0].endswith(word))
-            for attribute in self.ATTRIBUTES for key, matching in self.terms[attribute].items() if len(key) == 1 and matching & set(ids))
+            for attribute in self.ATTRIBUTES for key, matching in self.terms[attribute].items() if len(key) == 1 and matching & ids)
 
     def names_colour(self, word: str) -> bool:
         """Whether an unknown word names a colour; without WordNet none does."""
@@ -378,20 +381,19 @@ class CatalogVocabulary:
                                                               weak=set(self.cue_words) - terms - grammar_words)
         return speller.correct(text)
 
-    def _places_in_descriptions(self, cards: Sequence) -> None:
+    def _places_in_descriptions(self, described_keys: dict[str, list[str]]) -> None:
         """A card whose description sets it in a place another card lists as its environment ("in the
         snow") has that place too: the environment field often names fewer places than the text."""
         places = self.terms["environment"]
         longest = max(map(len, places), default=0)
-        for card in cards:
-            keys = [t.key for t in tokens(card.description)]
+        for card_id, keys in described_keys.items():
             for size in range(1, longest + 1):
                 for i in range(len(keys) - size + 1):
                     key = tuple(keys[i:i + size])
                     if key in places:
-                        places[key].add(card.id)
+                        places[key].add(card_id)
 
-    def _survey_shades_in_descriptions(self, cards: Sequence) -> None:
+    def _survey_shades_in_descriptions(self, described_keys: dict[str, list[str]]) -> None:
         """A card that writes a shade before its subject or a material ("a plum dog", "in plum felt")
         is that shade's basic colour too, as the XKCD colour survey files it (`_survey_shade_of`): a
         user may call it purple. Only a shade WordNet knows neither as a colour of its own nor usually
@@ -399,17 +401,14 @@ class CatalogVocabulary:
         lex = self.lexicon
         if lex is None:
             return
-        subjects = {part for key in self.terms["subject"] for part in key}
-        written = set(self.cue_words)
-        for card in cards:
-            keys = [t.key for t in tokens(card.description)]
+        for card_id, keys in described_keys.items():
             for shade, after in zip(keys, keys[1:]):
                 colour = _survey_shade_of(shade, BASIC_COLOURS)
-                if colour and (after in subjects or lex.names_matter(after)) and not lex.colour_senses(shade) \
+                if colour and (after in self.subject_words or lex.names_matter(after)) and not lex.colour_senses(shade) \
                         and not any(PLACES & lex.ancestors(o, 20).keys() for o in lex.usual_senses(shade)):
-                    self.cue_words[colour].add(card.id)
-                    if colour not in written:
+                    if colour not in self.cue_words:  # no card writes the colour itself
                         self.shade_only_colours.add(colour)
+                    self.cue_words[colour].add(card_id)
 
     def _drop_common_cues(self, card_count: int) -> None:
         """A description word most cards share ("samples", "trained") tells no checkpoint apart, so
