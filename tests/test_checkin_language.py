@@ -928,13 +928,14 @@ def test_a_detail_described_by_its_definition_and_genus_is_that_detail(tmp_path_
 
 
 def test_the_photo_one_is_the_photographic_look(tmp_path_factory):
-    """"the photo one" answers a question about looks with the catalog's photographic style; "a
-    photo of my lamp" only asks for a picture."""
+    """"the photo one" answers a question about looks with the catalog's photographic style, and "a
+    photographic lamp" asks for it; "a photo of my lamp" only asks for a picture."""
     lamps = checkin_over([
         entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
-        entry("lamp-2", "lamp", "photorealism", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("lamp-2", "lamp", "realistic", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
     ], tmp_path_factory, "lamps")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp please", "the photo one"), "select", {"lamp-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photographic lamp",), "select", {"lamp-2"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photo of my lamp",), "clarify", {"lamp-1", "lamp-2"})
 
 
@@ -976,3 +977,71 @@ def test_a_colour_no_card_writes_but_a_shade_of_it_still_binds_the_word_after_it
     test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the blue lamp",), "select", {"lamp-1"})
     test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the cobalt blue one",), "select", {"lamp-1"})
     test_phrasings_a_fourth_stranger_batch_showed(glazed, ("the lamp with a blue glaze",), "no_match", {"blue"})
+
+
+def test_an_irregular_past_form_or_a_word_for_no_kind_of_art_describes_a_style(tmp_path_factory):
+    """WordNet defines marquetry as "inlaid veneers ..." and files it as a kind of inlay (a
+    decoration, "pieces of wood fitted into slots"): "the inlaid lamp", "the inlay lamp" and "the wood
+    inlay lamp" are the marquetry lamp, though no card writes any of those words. "inlaid" is inlay's
+    irregular past form, found in WordNet's verb exceptions."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "marquetry", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "inlaid")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the inlaid lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the inlay lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the wood inlay lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp in inlaid wood",), "select", {"lamp-1"})
+    # where a card's description says "inlay", "wood inlay" still names the style's kind, no inlay drawn
+    described = checkin_over([
+        entry("lamp-1", "lamp", "marquetry", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "meadow", "2024-06-01T12:00:00Z", "A lamp on an inlay.", 2, 0),
+    ], tmp_path_factory, "inlay-described")
+    test_phrasings_a_fourth_stranger_batch_showed(described, ("anything wood-inlay from the quay",), "select", {"lamp-1"})
+
+
+@pytest.mark.parametrize("text", ["the lamp on the shore", "the lamp at the seaside"])
+def test_a_place_filed_beside_the_catalogs_place_is_that_place(tmp_path_factory, text):
+    """WordNet files shore and beach both as geological formations, and the seaside as a kind of
+    shore: either is the beach lamp. The ocean is a body of water, no beach."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "beach", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "shore")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, (text,), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp by the ocean",), "no_match", {"ocean"})
+
+
+def test_a_material_after_a_describing_word_is_part_of_a_style_not_a_thing_drawn(tmp_path_factory):
+    """"no folded paper" rules out the origami lamp (WordNet: "the art of folding paper"): paper is
+    what it is made of, no lamp-like thing of its own. "no photo" in the same list rules out the
+    photographic one."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "origami", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "photorealism", "quay", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("lamp-3", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 3, 0),
+    ], tmp_path_factory, "folded")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a lamp but no folded paper, no photo",), "select", {"lamp-3"})
+
+
+@pytest.mark.parametrize("text", ["a kite that doesn't look pastel", "a kite that isn't pastel", "kite, don't want pastel"])
+def test_contracted_negations_rule_out(checkin, text):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "kite-2"})
+
+
+@pytest.mark.parametrize("text, failing", [
+    ("a kite printed in purple", "purple"),     # a colour the picture was made in; no card says purple
+    ("a kite sketched in charcoal", "charcoal"),  # a medium, though charcoal is also a grey
+    ("an ocean kite", "ocean"),                 # a place right before the subject
+])
+def test_a_stated_colour_medium_or_place_the_catalog_lacks_is_a_no_match(checkin, text, failing):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "no_match", {failing})
+
+
+@pytest.mark.parametrize("text, action, expected", [
+    ("the ocarina i had out in may", "select", {"ocarina-1"}),            # "had out": used then
+    ("the kite i've been using the most lately", "select", {"kite-1"}),   # most used
+    ("kite from march '24", "no_match", {"2024"}),                          # a two-digit year; the March kite is from 2025
+])
+def test_more_ways_to_say_used_and_when(checkin, text, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)

@@ -45,7 +45,7 @@ _ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
 _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s+" + _ENDS + ")", re.I)
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
-_MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
+_MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
                         r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
@@ -60,8 +60,8 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 _NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded)\s+(?:\w+\s+){0,2}"
-                          r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "used at the start of"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
+                          r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
@@ -155,11 +155,16 @@ _GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar
                             "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago"])
 
 
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})\b")
+
+
 def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer: bool = False) -> Intent:
     """`answer=True` parses a reply to a clarification question: no subject slot to fill there.
 
-    Typos are corrected first, so every later step reads "horse" where "hrose" was typed."""
+    Typos are corrected first, so every later step reads "horse" where "hrose" was typed, and a year
+    written with two digits ("summer '25") is read in the century of `now`."""
     text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
+    text = _SHORT_YEAR.sub(lambda m: str(now.year // 100 * 100 + int(m.group(1))), text)
     intent = Intent(text)
     taken = _time_version_order(intent, now)
     for m in [*_SETTING_VERB.finditer(text), *_HEDGE.finditer(text)]:  # "set in the forest", "pretty sure": no constraint of their own
@@ -171,7 +176,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
     if not answer and "subject" not in scan.found:
         _absent_subject(intent, scan, unknown, vocabulary)
-    if "style" not in scan.found:
+    if not _photo_look(intent, scan, vocabulary) and "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
     _absent_colour(intent, scan, unknown, vocabulary)
@@ -249,23 +254,30 @@ _AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
 _STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
-# "as a photo", "like a real photo", "an actual photo of", "the photo one": a photograph is how it
-# looks, while "a photo of my dog" only asks for a picture (so "photo" alone is a domain word).
-_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b|"
+# "as a photo", "like a real photo", "an actual photo of", "the photo one", "a photographic bear", "no
+# photo": a photograph is how it looks, while "a photo of my dog" only asks for a picture (so "photo"
+# alone is a domain word).
+_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b|\bphotographic\b|"
+                       r"(?<=\bno\s)photo(?:graph)?s?\b|"
                        r"(?:(?<=\bthe\s)|(?<=\ba\s))photo(?:graph)?(?=[\s-]+(?:one|ones|version|style|look)\b)", re.I)  # not "the old scratchy photo one"
+
+
+def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:
+    """A photograph asked for as a look is the catalog's photorealistic style, or one it lacks; beside
+    another style only when ruled out with it ("no paper, no photo")."""
+    photo = _AS_PHOTO.search(scan.text)
+    if photo is None or "style" in scan.found and not _EXCLUSION.search(scan.text[:photo.start()]):
+        return False
+    hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
+    attribute, value = hit[:2] if hit else ("unknown", "photo")
+    intent.constraints.append(Constraint(attribute, value, photo.group(0), photo.start(), photo.end(), exact=attribute == "unknown"))
+    return True
 
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
     words right before the subject that read as a style ("graffiti sled", "anime lynx"),
-    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art").
-    A photograph asked for as a look is the catalog's photorealistic style, or one it lacks."""
-    photo = _AS_PHOTO.search(scan.text)
-    if photo:
-        hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
-        attribute, value = hit[:2] if hit else ("unknown", "photo")
-        intent.constraints.append(Constraint(attribute, value, photo.group(0), photo.start(), photo.end(), exact=attribute == "unknown"))
-        return
+    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art")."""
     for j in unknown:
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
@@ -309,16 +321,25 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     A leftover that names no place ("in a poncho", "at dusk") stays prompt context, as does one that
     only modifies the place after it ("through the boat shed": the shed is the place; not "on a diner
     counter", where the counter is a detail of the picture) or only restates the request's own place
-    in broader words ("in snowy weather")."""
+    in broader words ("in snowy weather"), or names a part of the catalog place before it ("in the
+    church nook"). A word right before the subject or a word for a scene that usually names a place
+    ("an ocean horse", "a river scene") sets it there too, unless the two are one noun ("a sea horse")."""
+    before = _right_before_subject(intent, scan, unknown)[-1:] + [j for j in unknown if _SCENE_AFTER.match(scan.text, scan.toks[j].end)]
     for j in unknown:
         tok = scan.toks[j]
-        if not _in_place_slot(scan.text, tok):  # the slot first: the place check below walks WordNet
+        if j in before:
+            compound = vocabulary.is_compound(f"{tok.key} {scan.toks[j + 1].key}") if j + 1 < len(scan.toks) else False
+            word = tok.key if vocabulary.usually_names_place(tok.key) and not compound else None
+        elif not in_place_slot(scan.text, tok.start):  # the slot first: the place check below walks WordNet
             continue
-        word = next((w for w in (tok.text.lower(), tok.key) if vocabulary.names_place(w)), None)  # "woods", whose "wood" is no place
+        else:
+            word = next((w for w in (tok.text.lower(), tok.key) if vocabulary.names_place(w)), None)  # "woods", whose "wood" is no place
         if word is None:
             continue
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if head is not None and (_covered_by(intent, head, "environment") or j + 1 in unknown and vocabulary.names_place(head.key)):
+            continue
+        if j > 0 and _adjacent(scan.text, scan.toks[j - 1:j + 1]) and _covered_by(intent, scan.toks[j - 1], "environment"):
             continue
         if any(vocabulary.is_above(word, "environment", key) for c in intent.constraints if c.attribute == "environment"
                for key in (c.value if isinstance(c.value, frozenset) else (c.value,))):
@@ -327,16 +348,22 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         return
 
 
+_SCENE_AFTER = re.compile(r"[\s-]+(?:scene|shot|pic|picture|image|setting|backdrop|background)s?\b", re.I)  # "a river scene"
+# "printed in", "done in", "drawn in": what follows is what the picture was made in
+_MADE_IN = re.compile(r"\b\w+(?:ed|en|wn|ne)\s+in\s+$", re.I)
+
+
 def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A colour right before the subject ("the green lynx") is how the user's subject looks, as "the
     gray dog" is where a card has a gray one; when no card has it, nothing fits. What the picture
     should newly show ("wearing sunglasses", "with a party hat") stays prompt context, as the
     Repo-Prompts spec has it. So is a colour right before a description word ("with a blue glaze"):
-    the glaze a card describes must be that colour."""
+    the glaze a card describes must be that colour; and one the picture was made in ("printed in red")."""
     before = _right_before_subject(intent, scan, unknown)
     described = [j for j in unknown if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2])
                  and _covered_by(intent, scan.toks[j + 1], "cue")]
-    for j in before[-1:] + described:
+    made_in = [j for j in unknown if _MADE_IN.search(scan.text[:scan.toks[j].start])]
+    for j in before[-1:] + described + made_in:
         tok = scan.toks[j]
         if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
@@ -368,11 +395,18 @@ _PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|ato
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
 
-def _in_place_slot(text: str, tok: Token) -> bool:
-    return bool(_PLACE_SLOT.search(text[:tok.start]))
+def in_place_slot(text: str, start: int) -> bool:
+    """Whether the word at `start` follows a place preposition ("in the", "by some old")."""
+    return bool(_PLACE_SLOT.search(text[:start]))
 
 
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|isn'?t|aren'?t|"
+def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
+    """Whether the word at start..end ends its noun phrase outside a place slot: "the walrus in
+    watercolor" is about a walrus, "the grinding stone" not about a grinding, "by the plum trees" not about trees."""
+    return bool(_HEAD_END.match(text, end)) and not in_place_slot(text, start)
+
+
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|(?:is|are|was|were|does|do)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
@@ -598,7 +632,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
     # "over the sand": a place slot holding what one catalog place is made of names that place, even
     # where a description has the word too; "a sand dollar" is one noun, no place
-    matter = {j: hit for j in content if _in_place_slot(scan.text, toks[j]) and (hit := vocabulary.place_made_of(toks[j].key))
+    matter = {j: hit for j in content if in_place_slot(scan.text, toks[j].start) and (hit := vocabulary.place_made_of(toks[j].key))
               and not (j + 1 in content and vocabulary.is_compound(f"{toks[j].key} {toks[j + 1].key}"))}
     cues -= matter.keys()
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
@@ -611,7 +645,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     for j in content:
         if j not in cues and j not in shades:
             hit = matter.get(j) or vocabulary.similar(toks[j].text.lower())
-            if hit and not (hit[0] != "environment" and _in_place_slot(scan.text, toks[j]) and vocabulary.names_place(toks[j].key)):
+            if hit and not (hit[0] != "environment" and in_place_slot(scan.text, toks[j].start) and vocabulary.names_place(toks[j].key)):
                 proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
     defined = []  # "a feather pen": the description word WordNet defines in these words
     for run in _runs(content, toks, scan.text):
@@ -622,11 +656,14 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                 if hit and hit[0] == "cue":
                     defined.append((hit[1], (a, b)))
                     continue
-            where = hit and hit[0] == "environment" and _in_place_slot(scan.text, toks[a])  # "up in the bell tower"
+            where = hit and hit[0] == "environment" and in_place_slot(scan.text, toks[a].start)  # "up in the bell tower"
             if hit and hit[0] != "subject" and not where and (
-                    _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key) and not vocabulary.names_art_form(toks[b].key)
+                    _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
+                    and not vocabulary.names_art_form(toks[b].key) and not vocabulary.names_matter(toks[b].key)
+                    and (vocabulary.similar(toks[b].text.lower()) or ())[:2] != hit[:2]
                     or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
-                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque watercolor" is)
+                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque
+                # watercolor", "folded paper", "wood inlay" are: what a thing is made of, or the style's own kind, is no thing drawn)
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
             # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
             same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []

@@ -186,6 +186,14 @@ class WordNet:
             synonyms |= {head[4 + 2 * i] for i in range(int(head[3], 16))}
         return frozenset(word for word in synonyms if "_" not in word) - {verb.lower()}
 
+    def past_form_verbs(self, word: str) -> list[str]:
+        """The verbs a past form is of: regular ones by rule ("carved" -> carve, "dyed" -> dye), irregular
+        ones from WordNet's verb exception list ("inlaid" -> inlay, "woven" -> weave, "drawn" -> draw)."""
+        line = self._line("verb.exc", word.lower().encode("utf-8", "ignore")) if "verb.exc" in self._maps else None
+        irregular = line.decode().split()[1:] if line is not None else []
+        regular = [stem for stem in verb_stems(word) if word.endswith("ed") and self.is_verb(stem)]
+        return list(dict.fromkeys(irregular + regular))
+
     def is_verb(self, word: str) -> bool:
         """Whether WordNet knows the word (as typed) as a verb: "load", "grab"."""
         return "index.verb" in self._maps and self._line("index.verb", word.lower().encode("utf-8", "ignore")) is not None
@@ -258,10 +266,10 @@ class WordNet:
 
     def names_medium(self, word: str) -> bool:
         """Whether any noun sense of the word is a kind of art or a paint ("in oils", "in charcoal", "in
-        bronze"): after "in", a rarer sense is the one meant. A word with a colour sense ("in color")
-        is none, nor is "art" itself."""
+        bronze"): after "in", a rarer sense is the one meant. A word usually naming a colour ("in
+        color", "in red") is none, nor is "art" itself; "charcoal" is a colour only in a rarer sense."""
         above = {sense: self.ancestors(sense, 12).keys() for sense in self.senses(word)}
-        if any(COLOR in a for a in above.values()):
+        if any(COLOR in above[sense] for sense in self.usual_senses(word) if sense in above):
             return False
         return any(ART_FORMS & (a - {sense}) or COLORING_MATERIAL in a - {sense} for sense, a in above.items())
 
@@ -276,6 +284,12 @@ class WordNet:
         if any(PLACES & a for a in usual):
             return True
         return not any(NO_SETTINGS & a for a in usual) and any(PLACES & self.ancestors(sense, 20).keys() for sense in self.senses(word))
+
+    def usually_names_place(self, word: str) -> bool:
+        """Whether the word is mainly a noun and one of its usual senses is a place or weather, none an
+        hour ("ocean"; not "wild", mostly an adjective, nor "park", usually an explorer)."""
+        usual = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
+        return any(PLACES & a for a in usual) and not any(TIMES & a for a in usual) and self.is_mainly_noun(word)
 
     def names_physical(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""

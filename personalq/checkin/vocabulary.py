@@ -35,7 +35,7 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just".split()
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta".split()
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
 # the card shows and never name a subject of their own. A hand list, for the reason above.
@@ -115,8 +115,10 @@ _NEGATED = re.compile(r"n['’]t\b", re.I)
 
 
 def tokens(text: str) -> list[Token]:
+    """The words of a text; "isn't" is "isn" read as "not", its "t" no word at all."""
     return [Token(m.group(), "not" if m.group()[-1:].lower() == "n" and _NEGATED.match(text, m.end() - 1) else norm(m.group()),
-                  m.start(), m.end()) for m in _WORD.finditer(text)]
+                  m.start(), m.end()) for m in _WORD.finditer(text)
+            if not (m.group().lower() == "t" and m.start() >= 2 and _NEGATED.match(text, m.start() - 2))]
 
 
 def term_key(phrase: str) -> tuple[str, ...]:
@@ -272,6 +274,10 @@ class CatalogVocabulary:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
 
+    def usually_names_place(self, word: str) -> bool:
+        """Whether the word's usual sense is a place or weather ("ocean", "snow"); without WordNet none is."""
+        return self.lexicon is not None and self.lexicon.usually_names_place(word)
+
     def names_built_place(self, word: str) -> bool:
         """Whether a word names a place people made ("mine", "mill"); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_built_place(word)
@@ -302,6 +308,10 @@ class CatalogVocabulary:
     def is_compound(self, phrase: str) -> bool:
         """Whether WordNet knows a phrase of several words as one noun; without WordNet none is."""
         return self._compound(phrase) is not None
+
+    def names_matter(self, word: str) -> bool:
+        """Whether the word's usual sense is matter, what things are made of ("paper", "wood"); without WordNet none is."""
+        return self.lexicon is not None and self.lexicon.names_matter(word)
 
     def names_compound_matter(self, phrase: str) -> bool:
         """Whether a phrase of several words is one WordNet noun for a material ("cast iron")."""
@@ -516,7 +526,7 @@ class CatalogVocabulary:
             if margin < best_margin or float(self._bare_vectors[attribute][top] @ bare) < BARE_MEANING_FLOOR:
                 continue
             key = keys[top]
-            if self._siblings(phrase, self.labels[(attribute, key)], subject=attribute == "subject"):
+            if self._siblings(phrase, self.labels[(attribute, key)], attribute):
                 continue
             if attribute == "style" and self.lexicon is not None and ART_FORMS & set(self.lexicon.usual_senses(phrase.replace(" ", "_"))):
                 continue  # "art", "drawing", "needlework" name a whole kind of art, no one style of it
@@ -529,7 +539,7 @@ class CatalogVocabulary:
             best, best_margin = (attribute, key, margin), margin
         return best
 
-    def _siblings(self, phrase: str, label: str, subject: bool = False) -> bool:
+    def _siblings(self, phrase: str, label: str, attribute: str) -> bool:
         """Whether WordNet knows both as nouns and neither as the other or a kind of it: the ocean is no
         beach and anime no cartoon, though MiniLM puts each pair as near as sea and shore. Adjectives
         and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder.
@@ -538,10 +548,17 @@ class CatalogVocabulary:
         same thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so
         an equine like a horse), and no sense links them: WordNet files many a synonym far apart
         ("kitten" under young mammals, "human" under hominids), so for subjects only a true sibling
-        is evidence."""
+        is evidence.
+
+        A place is no sibling of a kind of its own direct hypernym whose definition shares a word with
+        its own beyond that genus: the seaside ("the shore of a sea") is a seashore, a kind of shore,
+        and shore and beach ("sand sloping down to the water of a sea") are both WordNet's geological
+        formations; the ocean is a body of water, and two buildings for different uses share only
+        "building"."""
         lex = self.lexicon
         if lex is None:
             return False
+        subject = attribute == "subject"
         word = phrase.replace(" ", "_")
         mine, theirs = (lex.senses(word) if subject else lex.usual_senses(word)), lex.senses(label.replace(" ", "_"))
         if not mine or not theirs:
@@ -549,7 +566,20 @@ class CatalogVocabulary:
         reach = LEXICON_MAX_UP
         if any(a == b or b in lex.ancestors(a, reach) or a in lex.ancestors(b, reach) for a in mine for b in theirs):
             return False
+        if attribute == "environment" and any(self._defined_alike(a, b) for a in mine for b in theirs):
+            return False
         return not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs)
+
+    def _defined_alike(self, sense: int, term_sense: int) -> bool:
+        """Whether a sense is a kind of the term sense's direct hypernym (at most LEXICON_MAX_UP steps
+        down) and the two definitions share a content word that does not name that hypernym."""
+        lex = self.lexicon
+        genus = set(lex.synset(term_sense).hypernyms) & lex.ancestors(sense, LEXICON_MAX_UP).keys()
+        if not genus:
+            return False
+        named = {part for g in genus for lemma in lex.synset(g).lemmas for part in lemma.lower().split("_")}
+        shared = lex.defined_words(sense) & lex.defined_words(term_sense)
+        return any(w not in STOP_WORDS and len(w) >= 3 and w not in named for w in shared)
 
     def _lexicon_index(self) -> dict[int, set[tuple[str, ...]]]:
         """The WordNet senses of the catalog's subject terms, each term's senses chosen by its own cards."""
@@ -579,14 +609,17 @@ class CatalogVocabulary:
         shares a sense with it ("underground" and "metro" are one synset); for a place, one that a
         sense of the word is a direct kind of (in one sense a chapel is a church), or whose direct
         hypernym is a sense of the word ("land" for a forest). The first attribute with a link wins;
-        several terms are a frozenset, any of which fits. A style word is never read as broader: one
-        kind of painting may be WordNet's hypernym of another, yet a user who names it asks for it."""
+        several terms are a frozenset, any of which fits. A kind of art is never read as broader: one
+        kind of painting may be WordNet's hypernym of another, yet a user who names it asks for it. A
+        word for no kind of art is read so, as it can only describe the style: an "inlay" (a
+        decoration) for the one style WordNet files as a kind of inlay."""
         if self.lexicon is None:
             return None
         lex = self.lexicon
         word = phrase.replace(" ", "_")
         usual, every = set(lex.usual_senses(word)), set(lex.senses(word))
         kinds = every | {h for o in every for h in lex.synset(o).hypernyms}
+        describes = set() if any(ART_FORMS & lex.ancestors(o, 12).keys() for o in usual) else usual  # "art" itself too
         if self._term_senses is None:  # once per catalog revision, not per word
             self._term_senses = {}
             for attribute in ("style", "environment"):
@@ -601,7 +634,7 @@ class CatalogVocabulary:
                 theirs, parents = self._term_senses[(attribute, key)]
                 if theirs & (usual if attribute == "style" else kinds):
                     same.add(key)
-                elif attribute == "environment" and every & parents:
+                elif (every if attribute == "environment" else describes) & parents:
                     broader.add(key)
             keys = same or broader
             if keys:
@@ -611,7 +644,9 @@ class CatalogVocabulary:
     def _style_by_definition(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The one style whose WordNet definition holds every word of a phrase that describes it
         instead of naming it: "soluble pigment" (a watercolor: "a water-base paint (with water-soluble
-        pigments)"). A single word counts only as a verb's past participle written in the definition
+        pigments)"). A phrase's words may also come from the definition of the style's genus: "wood
+        inlay" for a style WordNet files as a kind of inlay ("pieces of wood fitted into slots"), and
+        may end a compound there ("wax" of "beeswax"). A single word counts only as a verb's past participle written in the definition
         ("carved", "dyed"), or one whose verb's noun is defined by naming the style ("stitched"): a lone
         noun or adjective ("wax", "small") is in too many definitions to name one, and a participle of
         another form ("painted" for "painting") may be said of any painting.
@@ -621,24 +656,34 @@ class CatalogVocabulary:
         if lex is None or not words or not self.terms["style"]:
             return None
         word = words[0]
-        if len(words) == 1 and not (word.endswith("ed") and not lex.senses(word) and any(map(lex.is_verb, verb_stems(word)))):
+        if len(words) == 1 and (lex.senses(word) or not lex.past_form_verbs(word)):
             return None
-        if self._style_definitions is None:  # once per catalog revision: each sense's words, and those in any form
+        if self._style_definitions is None:  # once per catalog revision: each sense's words, and in any form those and its genus's
             self._style_definitions = {
-                key: [(defined, {f for w in defined for f in word_forms(w)})
+                key: [(defined, {f for w in defined | self._genus_words(o) for f in word_forms(w)})
                       for o in lex.senses(self.labels[("style", key)].replace(" ", "_"))
                       if PHYSICAL_ENTITY in (above := lex.ancestors(o, 20)) or ART_FORMS & above.keys()
                       for defined in (lex.defined_words(o),)]
                 for key in self.terms["style"]}
 
-        def described(defined: frozenset[str], forms: set[str]) -> bool:  # a lone participle as written, or each word in any form ("folding": fold)
-            return word in defined if len(words) == 1 else all(word_forms(w) & forms for w in words)
+        def in_forms(w: str, forms: set[str]) -> bool:  # in any form ("folding": fold), or ending a compound ("wax": beeswax)
+            return bool(word_forms(w) & forms) or any(f.endswith(w) and len(f) - len(w) >= 3 for f in forms)
+
+        def described(defined: frozenset[str], forms: set[str]) -> bool:  # a lone participle as written, or each word
+            return word in defined if len(words) == 1 else all(in_forms(w, forms) for w in words)
 
         styles = [key for key, definitions in self._style_definitions.items() if any(described(*d) for d in definitions)]
         if not styles and len(words) == 1:  # "stitched": WordNet defines a stitch by the crafts it is made in, the style among them
-            defined = set().union(*(lex.defined_words(o) for stem in verb_stems(word) for o in lex.senses(stem)))
+            defined = set().union(*(lex.defined_words(o) for verb in lex.past_form_verbs(word) for o in lex.senses(verb)))
             styles = [key for key in self.terms["style"] if len(key) == 1 and key[0] in defined]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
+
+    def _genus_words(self, sense: int) -> set[str]:
+        """The names and definition words of a sense's direct hypernyms: "inlay", "wood", "fitting"."""
+        lex = self.lexicon
+        genus = [lex.synset(h) for h in lex.synset(sense).hypernyms]
+        return {part for g in genus for lemma in g.lemmas for part in lemma.lower().split("_")}.union(
+            *(lex.defined_words(g.offset) for g in genus))
 
     def describes_a_style(self, word: str) -> bool:
         """Whether a typed word reads as one catalog style by WordNet's definitions ("stitched", "dyed")."""
