@@ -1038,6 +1038,18 @@ def test_a_stated_colour_medium_or_place_the_catalog_lacks_is_a_no_match(checkin
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "no_match", {failing})
 
 
+def test_a_reply_turning_the_question_down_with_another_subject_starts_over(tmp_path_factory):
+    """Asked to choose between the kite and the ocarina on the quay, "nah the lamp" asks for the lamps,
+    though none is on the quay."""
+    mixed = checkin_over([
+        entry("kite-1", "kite", "batik", "quay", "2024-02-01T12:00:00Z", "A kite.", 1, 0),
+        entry("ocarina-1", "ocarina", "batik", "quay", "2024-03-01T12:00:00Z", "An ocarina.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "meadow", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "pastel", "meadow", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "turned-down")
+    test_phrasings_a_fourth_stranger_batch_showed(mixed, ("something on the quay", "nah the lamp"), "clarify", {"lamp-1", "lamp-2"})
+
+
 @pytest.mark.parametrize("text, action, expected", [
     ("the ocarina i had out in may", "select", {"ocarina-1"}),            # "had out": used then
     ("the kite i've been using the most lately", "select", {"kite-1"}),   # most used
@@ -1045,3 +1057,16 @@ def test_a_stated_colour_medium_or_place_the_catalog_lacks_is_a_no_match(checkin
 ])
 def test_more_ways_to_say_used_and_when(checkin, text, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)
+
+
+def test_an_answer_picks_the_offered_option_that_fits_most_of_it(tmp_path_factory):
+    """Asked which lamp, "the one by the plum orchard" is the lamp under a plum: no card has an
+    orchard, yet only one offered option fits any of the answer. A named style must fit, though:
+    "the batik one in the orchard" does not choose the plum lamp, which is pastel."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "pastel", "quay", "2024-02-01T12:00:00Z", "A lamp under a plum.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("ocarina-1", "ocarina", "batik", "meadow", "2024-06-01T12:00:00Z", "An ocarina.", 1, 0),
+    ], tmp_path_factory, "orchard")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp", "the one by the plum orchard"), "select", {"lamp-1"})
+    assert conversation(lamps, "my lamp", "the batik one by the plum orchard").checkpoint_id != "lamp-1"

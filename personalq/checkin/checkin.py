@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from personalq.checkin.intent import Constraint, Intent, parse_intent
+from personalq.checkin.intent import Constraint, Intent, heads_a_thing_phrase, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
@@ -40,6 +40,8 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
+# "nah the horse", "actually the cat": a reply that opens by turning the question down
+_TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
                          r"(?:something|a)\s+(?:else|(?:totally\s+|completely\s+)?different(?:\s+thing)?)\s+entirely|(?:totally\s+|completely\s+)?different\s+thing(?:\s+entirely)?)\b\W*|"
@@ -289,6 +291,27 @@ def _options_named(options: list[ClarificationOption], reply: str, vocabulary: C
         o for o in options if any(vocabulary.part_of_a_term(w, o.checkpoint_ids) for w in words - STOP_WORDS)]
 
 
+def _options_fitting_most(options: list[ClarificationOption], answer: Intent, snap: CatalogSnapshot) -> list[ClarificationOption]:
+    """The offered options that fit the most of an answer's words where none fits them all: "the
+    wooden inlaid one" is the inlaid option, though no card says "wooden". An option must fit every
+    catalog term and date the answer names; only description words, words the catalog lacks and near
+    words for a style or place may miss, as an owner recalls details loosely ("the watercolor one on
+    the river bend", "the one wading in the water")."""
+    wanted = [c for c in answer.constraints if not c.excluded]
+    terms = [c for c in wanted if c.attribute not in ("cue", "unknown")]
+    strict = [c for c in terms if c.exact or c.attribute not in ("style", "environment")]
+
+    def score(option: ClarificationOption) -> tuple[int, int]:  # terms first: a named style outweighs a detail
+        fits = [c for c in wanted if snap.matching(c) & set(option.checkpoint_ids)]
+        if not all(c in fits for c in strict):
+            return 0, 0
+        return sum(c in terms for c in fits), sum(c not in terms for c in fits)
+
+    scores = [score(o) for o in options]
+    best = max(scores, default=(0, 0))
+    return [o for o, s in zip(options, scores) if s == best] if any(best) else []
+
+
 def _attribute_named(first: str, second: str | None, vocabulary: CatalogVocabulary) -> str | None:
     """The attribute "same ..." or "different ..." names: the next word is a word for the attribute
     itself ("style", "place"), a catalog term or a word for one ("bear", "critter", "forest"); or
@@ -422,6 +445,8 @@ class Conversation:
                 return narrowed
             self.intent, self.last = before, question
             named = _options_named(question.options, reply, snap.vocabulary)
+            if len(named) != 1:
+                named = _options_fitting_most(question.options, follow, snap)
             if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
                 return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(named[0].checkpoint_ids), reply)]))
         chosen = self.last.checkpoint_id if self.last.action == "select" else None
@@ -489,9 +514,12 @@ class Conversation:
     def _is_new_request(self, full: Intent, text: str) -> bool:
         """Another subject than the one asked for, and no word tying it to the earlier request. Where
         the earlier request named no subject ("the one in the forest"), a subject that none of the offered
-        checkpoints is asks anew when the catalog lacks it ("do you have a submarine?") or the reply says
-        more ("give me the cat in the snow"); named alone ("the cat"), it may be the one the question missed.
-        A word the catalog lacks that names one offered option ("the hand one" for the handbag) answers it."""
+        checkpoints is asks anew when the catalog lacks it ("do you have a submarine?"), the reply says
+        more ("give me the cat in the snow") or turns the question down ("nah, the cat"); named alone
+        ("the cat"), it may be the one the question missed.
+        A word the catalog lacks that names one offered option ("the hand one" for the handbag) answers it,
+    as do words one offered option fits best ("the one by the plum trees"), unless they name another
+    thing to draw ("the lighthouse in watercolor")."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
@@ -499,13 +527,16 @@ class Conversation:
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         if not new:
             return False
-        if all(c.attribute == "unknown" for c in new) and len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1:
-            return False  # "the wrist one" for the wristwatch: a word the catalog lacks, yet part of one offered
+        if all(c.attribute == "unknown" for c in new) and (
+                len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1
+                or len(_options_fitting_most(self.last.options, full, snap)) == 1 and not any(
+                    snap.vocabulary.names_thing(c.words.lower()) and heads_a_thing_phrase(text, c.start, c.end) for c in new)):
+            return False  # "the wrist one" for the wristwatch, "by the plum trees": words the catalog lacks, yet one offered fits; "the walrus" is new
         if not old:
             if any(snap.matching(a) & set(self.last.plausible_ids) for a in new):
                 return False  # one of the offered or chosen checkpoints
             absent = not any(snap.matching(a) for a in new) and not _options_named(self.last.options, text, snap.vocabulary)
-            return absent or any(c.attribute not in ("subject", "unknown") for c in full.constraints)
+            return absent or bool(_TURNING_DOWN.match(text)) or any(c.attribute not in ("subject", "unknown") for c in full.constraints)
         return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
 
     def _about_last(self, follow: Intent) -> Intent:
