@@ -518,8 +518,8 @@ class Conversation:
         more ("give me the cat in the snow") or turns the question down ("nah, the cat"); named alone
         ("the cat"), it may be the one the question missed.
         A word the catalog lacks that names one offered option ("the hand one" for the handbag) answers it,
-    as do words one offered option fits best ("the one by the plum trees"), unless they name another
-    thing to draw ("the lighthouse in watercolor")."""
+        as do words one offered option fits best ("the one by the plum trees"), unless they name another
+        thing to draw ("the lighthouse in watercolor")."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot

@@ -341,6 +341,10 @@ class WordNet:
         may say ("water-soluble pigment" for watercolor)."""
         return frozenset(re.findall(r"[a-z]+", self.synset(offset).definition.lower()))
 
+    def lemma_words(self, offset: int) -> set[str]:
+        """The words of a sense's names: "body", "of", "water" for body_of_water."""
+        return {part for lemma in self.synset(offset).lemmas for part in lemma.lower().split("_")}
+
     def ancestors(self, offset: int, depth: int) -> dict[int, int]:
         """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""
         hops = {offset: 0}

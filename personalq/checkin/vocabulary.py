@@ -577,7 +577,7 @@ class CatalogVocabulary:
         genus = set(lex.synset(term_sense).hypernyms) & lex.ancestors(sense, LEXICON_MAX_UP).keys()
         if not genus:
             return False
-        named = {part for g in genus for lemma in lex.synset(g).lemmas for part in lemma.lower().split("_")}
+        named = set().union(*map(lex.lemma_words, genus))
         shared = lex.defined_words(sense) & lex.defined_words(term_sense)
         return any(w not in STOP_WORDS and len(w) >= 3 and w not in named for w in shared)
 
@@ -644,10 +644,11 @@ class CatalogVocabulary:
     def _style_by_definition(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The one style whose WordNet definition holds every word of a phrase that describes it
         instead of naming it: "soluble pigment" (a watercolor: "a water-base paint (with water-soluble
-        pigments)"). A phrase's words may also come from the definition of the style's genus: "wood
-        inlay" for a style WordNet files as a kind of inlay ("pieces of wood fitted into slots"), and
-        may end a compound there ("wax" of "beeswax"). A single word counts only as a verb's past participle written in the definition
-        ("carved", "dyed"), or one whose verb's noun is defined by naming the style ("stitched"): a lone
+        pigments)"). A phrase's words may also come from the definition of the style's genus ("wood
+        inlay" for a style WordNet files as a kind of inlay, "pieces of wood fitted into slots"), and
+        may end a compound there ("wax" of "beeswax"). A single word counts only as a verb's past
+        participle written in the definition ("carved", "dyed", "inlaid"), or one whose verb's noun is
+        defined by naming the style ("stitched"): a lone
         noun or adjective ("wax", "small") is in too many definitions to name one, and a participle of
         another form ("painted" for "painting") may be said of any painting.
         Only senses that are things or kinds of art are read: a style's name may also be a disease."""
@@ -681,9 +682,8 @@ class CatalogVocabulary:
     def _genus_words(self, sense: int) -> set[str]:
         """The names and definition words of a sense's direct hypernyms: "inlay", "wood", "fitting"."""
         lex = self.lexicon
-        genus = [lex.synset(h) for h in lex.synset(sense).hypernyms]
-        return {part for g in genus for lemma in g.lemmas for part in lemma.lower().split("_")}.union(
-            *(lex.defined_words(g.offset) for g in genus))
+        genus = lex.synset(sense).hypernyms
+        return set().union(*(lex.lemma_words(g) | lex.defined_words(g) for g in genus))
 
     def describes_a_style(self, word: str) -> bool:
         """Whether a typed word reads as one catalog style by WordNet's definitions ("stitched", "dyed")."""
