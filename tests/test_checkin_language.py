@@ -929,13 +929,14 @@ def test_a_detail_described_by_its_definition_and_genus_is_that_detail(tmp_path_
 
 def test_the_photo_one_is_the_photographic_look(tmp_path_factory):
     """"the photo one" answers a question about looks with the catalog's photographic style, and "a
-    photographic lamp" asks for it; "a photo of my lamp" only asks for a picture."""
+    photographic lamp" or "the lamp photo" asks for it; "a photo of my lamp" only asks for a picture."""
     lamps = checkin_over([
         entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
         entry("lamp-2", "lamp", "realistic", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
     ], tmp_path_factory, "lamps")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp please", "the photo one"), "select", {"lamp-2"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photographic lamp",), "select", {"lamp-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp photo, on the quay",), "select", {"lamp-2"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("a photo of my lamp",), "clarify", {"lamp-1", "lamp-2"})
 
 
@@ -1070,3 +1071,35 @@ def test_an_answer_picks_the_offered_option_that_fits_most_of_it(tmp_path_factor
     ], tmp_path_factory, "orchard")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("my lamp", "the one by the plum orchard"), "select", {"lamp-1"})
     assert conversation(lamps, "my lamp", "the batik one by the plum orchard").checkpoint_id != "lamp-1"
+
+
+@pytest.mark.parametrize("text, action, expected", [
+    ("a kite made of glass", "no_match", {"glass"}),      # what it is made of, which no card has
+    ("an ocarina made of wood", "select", {"ocarina-2"}),  # the card's "wooden"
+])
+def test_what_the_subject_is_made_of_is_a_constraint(checkin, text, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)
+
+
+def test_a_second_subject_shown_with_the_first_is_a_detail(tmp_path_factory):
+    """"the lamp next to a kite": the lamp whose card shows a kite beside it, though kite is a subject
+    of the catalog too; "the ocarina next to a kite", where no ocarina card has one, is new prompt
+    content, so any ocarina fits."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp beside a kite.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("kite-1", "kite", "pastel", "meadow", "2024-06-01T12:00:00Z", "A kite.", 1, 0),
+        entry("ocarina-1", "ocarina", "pastel", "meadow", "2024-07-01T12:00:00Z", "An ocarina.", 1, 0),
+        entry("ocarina-2", "ocarina", "batik", "meadow", "2024-08-01T12:00:00Z", "An ocarina.", 2, 0),
+    ], tmp_path_factory, "companions")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp next to a kite",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the ocarina next to a kite",), "clarify", {"ocarina-1", "ocarina-2"})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("kite v2 or later", {"kite-2", "kite-3"}),
+    ("a kite, version 2 or earlier", {"kite-1", "kite-2"}),
+    ("kite v2+", {"kite-2", "kite-3"}),
+])
+def test_a_version_and_every_later_or_earlier_one(checkin, text, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", expected)

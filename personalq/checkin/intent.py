@@ -19,7 +19,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
 from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, survey_colours,
-                                         tokens)
+                                         term_key, tokens)
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
@@ -180,10 +180,32 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         _absent_style(intent, scan, unknown, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
     _absent_colour(intent, scan, unknown, vocabulary)
+    _absent_material(intent, scan, unknown, vocabulary)
+    _companions_as_details(intent, vocabulary)
     intent.constraints = _with_exclusions(text, intent.constraints)
     named = {c.start for c in intent.constraints}
     intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
     return intent
+
+
+# "next to croissants", "with a dog", "beside the tree": what the subject is shown with
+_COMPANION = re.compile(r"\b(?:with|next\s+to|beside|besides|alongside|near)\s+(?:(?:the|a|an|some|my|its|his|her|their)\s+)?(?:\w+\s+)?$", re.I)
+
+
+def _companions_as_details(intent: Intent, vocabulary: CatalogVocabulary) -> None:
+    """A second catalog subject shown with the first ("a chair next to a cat") is a detail of the
+    picture, not a second subject: a description word where a card of the first subject has it,
+    else new prompt content."""
+    subjects = [c for c in intent.constraints if c.attribute == "subject" and not c.excluded]
+    if len(subjects) < 2 or isinstance(subjects[0].value, frozenset):
+        return
+    first = vocabulary.terms["subject"].get(subjects[0].value, set())
+    for c in subjects[1:]:
+        if _COMPANION.search(intent.text[:c.start]):
+            intent.constraints.remove(c)
+            word = term_key(c.words)[-1]
+            if vocabulary.cue_words.get(word, set()) & first:
+                intent.constraints.append(replace(c, attribute="cue", value=word))
 
 
 _SETTING_VERB = re.compile(r"\b(?:set|located|situated|placed)(?=\s+(?:in|at|on|inside|among|by|near)\b)", re.I)
@@ -262,15 +284,22 @@ _AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?
                        r"(?:(?<=\bthe\s)|(?<=\ba\s))photo(?:graph)?(?=[\s-]+(?:one|ones|version|style|look)\b)", re.I)  # not "the old scratchy photo one"
 
 
+# "the bear photo", "the bear photo at the beach": a photo right after its subject is the look
+_SUBJECT_PHOTO = re.compile(r"\s+(photo(?:graph)?s?)(?=\s*(?:$|[,.!?;]|(?:at|in|on|by|from|with|near)\b))", re.I)
+
+
 def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:
     """A photograph asked for as a look is the catalog's photorealistic style, or one it lacks; beside
     another style only when ruled out with it ("no paper, no photo")."""
+    subject = intent.subject
+    after = _SUBJECT_PHOTO.match(scan.text, subject.end) if subject else None
     photo = _AS_PHOTO.search(scan.text)
-    if photo is None or "style" in scan.found and not _EXCLUSION.search(scan.text[:photo.start()]):
+    start, end = photo.span() if photo else after.span(1) if after else (0, 0)
+    if end == 0 or "style" in scan.found and not _EXCLUSION.search(scan.text[:start]):
         return False
     hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
     attribute, value = hit[:2] if hit else ("unknown", "photo")
-    intent.constraints.append(Constraint(attribute, value, photo.group(0), photo.start(), photo.end(), exact=attribute == "unknown"))
+    intent.constraints.append(Constraint(attribute, value, scan.text[start:end], start, end, exact=attribute == "unknown"))
     return True
 
 
@@ -366,6 +395,20 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     for j in before[-1:] + described + made_in:
         tok = scan.toks[j]
         if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok):
+            _add(intent, ("unknown", tok.key), [tok], exact=True)
+            return
+
+
+_MADE_OF = re.compile(r"\bmade\s+(?:of|from|out\s+of)\s+(?:\w+\s+)?$", re.I)
+
+
+def _absent_material(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
+    """What the picture's subject is made of ("a chair made of glass", "carved in wood") is how it
+    looks: where no card has that material, nothing fits."""
+    for j in unknown:
+        tok = scan.toks[j]
+        before = scan.text[:tok.start]
+        if (_MADE_OF.search(before) or _MADE_IN.search(before)) and vocabulary.names_matter(tok.key) and not _covered_by(intent, tok):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
 
@@ -567,7 +610,20 @@ def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
             last = merged[-1]
             merged[-1] = replace(last, value=numbers(last) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
             taken[after.start():after.end()] = [True] * (after.end() - after.start())
+        beyond = _OR_BEYOND.match(intent.text, merged[-1].end) if merged[-1].attribute == "version" else None
+        if beyond and not any(taken[beyond.start():beyond.end()]):  # "v2 or later", "version 3 and below"
+            last, n = merged[-1], max(numbers(merged[-1]))
+            earlier = (beyond.group(1) or "").lower() in _EARLIER_WORDS
+            versions = frozenset(range(1, min(numbers(last)) + 1)) if earlier else frozenset(range(n, n + _MAX_VERSIONS))
+            merged[-1] = replace(last, value=versions, words=intent.text[last.start:beyond.end()], end=beyond.end())
+            taken[beyond.start():beyond.end()] = [True] * (beyond.end() - beyond.start())
     intent.constraints = merged
+
+
+# "v2 or later", "version 3 and up", "v2+", "v4 or earlier": every version from (or up to) that one
+_OR_BEYOND = re.compile(r"\s*(?:\+|(?:(?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower)|onwards?)\b)", re.I)
+_EARLIER_WORDS = frozenset({"earlier", "older", "below", "before", "lower"})
+_MAX_VERSIONS = 1000  # "or later" reaches every version a catalog may have
 
 
 def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> None:

@@ -215,9 +215,13 @@ class CatalogVocabulary:
     def base_form(self, key: str) -> str:
         """The description word an inflected word stands for ("striped" for stripes, "spotted" for
         spots, "sleepy" for sleeping), or the same form of a WordNet synonym of its verb ("floating"
-        for drifting), when the word itself is in no card; else the word unchanged."""
-        if key in self.cue_words or len(key) < 5 or self.exact((key,)):
+        for drifting), or the adjective a card makes of it ("wooden" for wood, "rusty" for rust), when
+        the word itself is in no card; else the word unchanged."""
+        if key in self.cue_words or self.exact((key,)):
             return key
+        adjective = next((a for a in (key + "en", key + "y") if len(key) >= 4 and a in self.cue_words), None)
+        if adjective is not None or len(key) < 5:
+            return adjective or key
         for suffix in ("ed", "ing", "y"):
             if key.endswith(suffix):
                 stem = key[: -len(suffix)]
