@@ -1073,12 +1073,26 @@ def test_an_answer_picks_the_offered_option_that_fits_most_of_it(tmp_path_factor
     assert conversation(lamps, "my lamp", "the batik one by the plum orchard").checkpoint_id != "lamp-1"
 
 
+def test_any_subject_in_a_follow_up_asks_afresh_about_it(checkin):
+    """After "the kite on the quay", "hmm, any kite from 2025" asks for every 2025 kite, not only the
+    one on the quay; "and from 2025?" keeps the quay."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "hmm, any kite from 2025"), "clarify", {"kite-2", "kite-3"})
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "and from 2025?"), "select", {"kite-3"})
+
+
 @pytest.mark.parametrize("text, action, expected", [
     ("a kite made of glass", "no_match", {"glass"}),      # what it is made of, which no card has
     ("an ocarina made of wood", "select", {"ocarina-2"}),  # the card's "wooden"
 ])
 def test_what_the_subject_is_made_of_is_a_constraint(checkin, text, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)
+
+
+def test_same_style_but_another_subject_keeps_the_style_even_when_nothing_fits(checkin):
+    """"the kite on the quay" is pastel; "same style but the ocarina" asks for a pastel ocarina, which
+    the catalog lacks: a no-match naming the style, not any ocarina."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "same style but the ocarina"), "no_match", {"pastel"})
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the batik kite", "same style but the ocarina"), "select", {"ocarina-2"})
 
 
 def test_a_second_subject_shown_with_the_first_is_a_detail(tmp_path_factory):

@@ -27,7 +27,7 @@ _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
 # "same but on the beach", "and in the snow?", "the cartoon version of that": everything else stays,
 # even when nothing then fits ("same style but the lynx" keeps only the style).
-_KEEP_THE_REST = re.compile(r"\bsame\b(?!\s+(?:style|look|vibe|colou?r|setting|place|version|one))|"
+_KEEP_THE_REST = re.compile(r"\bsame\b|"
                             r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)
 # "same animal but the newest one", "same dye style but ...", "a different subject": the one or two
 # words after "same" or "different" may name an attribute of the earlier request.
@@ -40,6 +40,8 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b", re.I)
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
+# "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
+_ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
 _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
@@ -463,12 +465,16 @@ class Conversation:
         """"same animal but the newest one", "same style but the cat": of the earlier request only the
         attribute named after "same" stays (the words naming it ask for nothing new), or, where the
         request did not name it, the chosen checkpoint's; "a different subject" rules the earlier
-        subject out, and "anything in the forest", naming no subject, drops it. Returns the earlier
-        request the follow-up refines, and the follow-up."""
+        subject out, and "anything in the forest", naming no subject, drops it, while "any bear from
+        2025" asks afresh about the subject it names, the earlier looks and places gone. Returns the
+        earlier request the follow-up refines, and the follow-up."""
         vocabulary = self.checkin.snapshot.vocabulary
         base = self.intent
         if _ANY_SUBJECT.search(reply) and not any(c.attribute in ("subject", "unknown") for c in follow.constraints):
             base = replace(base, constraints=[c for c in base.constraints if c.attribute not in ("subject", "unknown")])
+        subject = follow.subject
+        if subject is not None and _ANY_BEFORE.search(reply[:subject.start]):
+            base = replace(base, constraints=[])
         for pattern, keep in ((_SAME_ATTRIBUTE, True), (_OTHER_ATTRIBUTE, False)):
             m = pattern.search(reply)  # "another horse" is one more of them: only a word for the attribute says "other"
             attribute = m and (_attribute_named(*m.groups(), vocabulary) if keep else _ATTRIBUTE_WORDS.get(m.group(1).lower()))
