@@ -993,6 +993,7 @@ def test_an_irregular_past_form_or_a_word_for_no_kind_of_art_describes_a_style(t
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the inlay lamp",), "select", {"lamp-1"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the wood inlay lamp",), "select", {"lamp-1"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp in inlaid wood",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the wooden inlay lamp",), "select", {"lamp-1"})
     # where a card's description says "inlay", "wood inlay" still names the style's kind, no inlay drawn
     described = checkin_over([
         entry("lamp-1", "lamp", "marquetry", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
@@ -1093,6 +1094,12 @@ def test_same_style_but_another_subject_keeps_the_style_even_when_nothing_fits(c
     the catalog lacks: a no-match naming the style, not any ocarina."""
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "same style but the ocarina"), "no_match", {"pastel"})
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the batik kite", "same style but the ocarina"), "select", {"ocarina-2"})
+
+
+def test_same_but_a_detail_of_another_card_may_change_the_earlier_place(checkin):
+    """"the kite on the quay", then "same but the one with the long tails": the long tails are the
+    meadow kite's, so the detail picks it and the quay goes; a named style or place would stay."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite on the quay", "same but the one with the long tails"), "select", {"kite-1"})
 
 
 def test_a_second_subject_shown_with_the_first_is_a_detail(tmp_path_factory):

@@ -455,7 +455,8 @@ class Conversation:
         earlier, follow = self._same_or_other(reply, follow)
         self.intent = earlier.refined(follow)
         self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
-        if self.last.action == "no_match" and not _KEEP_THE_REST.search(reply):  # "same but on the beach" keeps the style
+        # "same but on the beach" keeps the style; "same but the one with icebergs", only details, may drop the earlier place
+        if self.last.action == "no_match" and (not _KEEP_THE_REST.search(reply) or all(c.attribute == "cue" for c in follow.constraints)):
             self._drop_earlier(follow, only=("cue",) if asked else None)
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"

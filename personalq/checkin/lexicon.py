@@ -62,7 +62,8 @@ _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
 _WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc", "data.verb")
 # Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
-_INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""))
+_INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""),
+               ("en", ""))  # "wooden": wood
 
 
 @dataclass(frozen=True)
@@ -357,7 +358,7 @@ class WordNet:
 
 
 def word_forms(word: str) -> set[str]:
-    """The word and the bases its regular inflections may stand for: "thickly" -> thick, "carved" -> carve."""
+    """The word and the bases its regular inflections may stand for: "thickly" -> thick, "carved" -> carve, "wooden" -> wood."""
     return {word} | {word[: -len(suffix)] + base for suffix, base in _INFLECTIONS if word.endswith(suffix) and len(word) > len(suffix) + 2}
 
 
