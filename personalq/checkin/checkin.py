@@ -26,7 +26,7 @@ _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
 # "same but on the beach", "and in the snow?", "the cartoon version of that": everything else stays,
-# even when nothing then fits ("same style but the lynx" keeps only the style).
+# even when nothing then fits ("same style but the lynx" keeps only the style, and keeps it).
 _KEEP_THE_REST = re.compile(r"\bsame\b|"
                             r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)
 # "same animal but the newest one", "same dye style but ...", "a different subject": the one or two
@@ -39,11 +39,11 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b", re.I)
-# "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
 _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
+# "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
                          r"(?:something|a)\s+(?:else|(?:totally\s+|completely\s+)?different(?:\s+thing)?)\s+entirely|(?:totally\s+|completely\s+)?different\s+thing(?:\s+entirely)?)\b\W*|"
