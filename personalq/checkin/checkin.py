@@ -302,9 +302,10 @@ def _options_fitting_most(options: list[ClarificationOption], answer: Intent, sn
     wanted = [c for c in answer.constraints if not c.excluded]
     terms = [c for c in wanted if c.attribute not in ("cue", "unknown")]
     strict = [c for c in terms if c.exact or c.attribute not in ("style", "environment")]
+    matching = [(c, snap.matching(c)) for c in wanted]  # once per constraint, not per option
 
     def score(option: ClarificationOption) -> tuple[int, int]:  # terms first: a named style outweighs a detail
-        fits = [c for c in wanted if snap.matching(c) & set(option.checkpoint_ids)]
+        fits = [c for c, ids in matching if ids & set(option.checkpoint_ids)]
         if not all(c in fits for c in strict):
             return 0, 0
         return sum(c in terms for c in fits), sum(c not in terms for c in fits)

@@ -294,9 +294,10 @@ def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> b
     subject = intent.subject
     after = _SUBJECT_PHOTO.match(scan.text, subject.end) if subject else None
     photo = _AS_PHOTO.search(scan.text)
-    start, end = photo.span() if photo else after.span(1) if after else (0, 0)
-    if end == 0 or "style" in scan.found and not _EXCLUSION.search(scan.text[:start]):
+    span = photo.span() if photo else after.span(1) if after else None
+    if span is None or "style" in scan.found and not _EXCLUSION.search(scan.text[:span[0]]):
         return False
+    start, end = span
     hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
     attribute, value = hit[:2] if hit else ("unknown", "photo")
     intent.constraints.append(Constraint(attribute, value, scan.text[start:end], start, end, exact=attribute == "unknown"))

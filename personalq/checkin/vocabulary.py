@@ -219,9 +219,12 @@ class CatalogVocabulary:
         the word itself is in no card; else the word unchanged."""
         if key in self.cue_words or self.exact((key,)):
             return key
-        adjective = next((a for a in (key + "en", key + "y") if len(key) >= 4 and a in self.cue_words), None)
-        if adjective is not None or len(key) < 5:
-            return adjective or key
+        if len(key) >= 4:  # "tin" is never "tiny"
+            adjective = next((a for a in (key + "en", key + "y") if a in self.cue_words), None)
+            if adjective is not None:
+                return adjective
+        if len(key) < 5:
+            return key
         for suffix in ("ed", "ing", "y"):
             if key.endswith(suffix):
                 stem = key[: -len(suffix)]
