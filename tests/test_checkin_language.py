@@ -1124,3 +1124,60 @@ def test_a_second_subject_shown_with_the_first_is_a_detail(tmp_path_factory):
 ])
 def test_a_version_and_every_later_or_earlier_one(checkin, text, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", expected)
+
+
+@pytest.mark.parametrize("text, action, expected", [
+    ("kite newer than v1", "clarify", {"kite-2", "kite-3"}),        # every later version, not v1 itself
+    ("kite older than version 3", "clarify", {"kite-1", "kite-2"}),
+    ("any of my version 2s", "clarify", {"kite-2", "ocarina-2"}),    # a plural version number
+    ("the kite before my latest one", "select", {"kite-2"}),
+])
+def test_a_version_compared_with_another(checkin, text, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)
+
+
+def test_the_s_of_whats_is_no_word(tmp_path_factory):
+    """"whatever's on the quay": its "s" is no description word, though a card's "sailor's" has one."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp by a sailor's rope.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("ocarina-1", "ocarina", "batik", "meadow", "2024-04-01T12:00:00Z", "An ocarina.", 1, 0),
+    ], tmp_path_factory, "clitic")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("whatever's on the quay",), "clarify", {"lamp-1", "lamp-2"})
+
+
+def test_over_the_past_month_is_the_month_up_to_now_and_last_month_the_calendar_one(checkin):
+    """On June 30, "over the past month" reaches back to May 30 (the kites used in June); "last month" is May."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the one i used over the past month",), "clarify", {"kite-1", "kite-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the one i used last month",), "select", {"ocarina-1"})
+
+
+def test_a_shade_and_its_colour_written_on_a_card_name_that_card(tmp_path_factory):
+    """A card says "mint green": "the mint green lamp" is that lamp; the "green" of the shade's name
+    is no separate colour to look for, so a card that is only "mint" fits it too."""
+    minted = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A mint green lamp on a quay.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A grey lamp.", 2, 0),
+        entry("ocarina-1", "ocarina", "batik", "quay", "2024-05-01T12:00:00Z", "A green ocarina.", 1, 0),
+        entry("ocarina-2", "ocarina", "batik", "quay", "2024-06-01T12:00:00Z", "A mint ocarina.", 2, 0),
+    ], tmp_path_factory, "minted")
+    test_phrasings_a_fourth_stranger_batch_showed(minted, ("the mint green lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(minted, ("the mint green ocarina",), "select", {"ocarina-2"})
+
+
+def test_options_are_offered_oldest_first_so_the_second_is_the_second_made(checkin):
+    result = conversation(checkin, "the kite")
+    assert [o.checkpoint_ids for o in result.options] == [["kite-1"], ["kite-2"], ["kite-3"]], result.question
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite", "the second one"), "select", {"kite-2"})
+
+
+def test_a_word_hyphen_joined_to_the_style_describes_the_style(tmp_path_factory):
+    """"the batik-pattern lamps": "pattern", joined to the style's word, is no description word of
+    its own, though one batik lamp's card has it."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp with a pattern of birds.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("lamp-3", "lamp", "pastel", "quay", "2024-04-01T12:00:00Z", "A lamp with a pattern.", 3, 0),
+    ], tmp_path_factory, "hyphened")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the batik-pattern lamps",), "clarify", {"lamp-1", "lamp-2"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the batik lamp with the pattern",), "select", {"lamp-1"})

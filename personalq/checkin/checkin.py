@@ -247,7 +247,8 @@ class CheckIn:
     def _clarify(self, intent: Intent, ranked: list[str]) -> CheckInResult:
         noun = intent.subject.words if intent.subject else "one"
         attribute, groups = self._best_split(ranked, intent)
-        shown = list(groups.items())[:MAX_OPTIONS]
+        # the best-matching groups, oldest first: "the second one" is then the second offered and the second made
+        shown = sorted(list(groups.items())[:MAX_OPTIONS], key=lambda group: min(self.snapshot.cards[i].created_at for i in group[1]))
         options = [ClarificationOption(_label(attribute, value, noun), ids, attribute, value) for value, ids in shown]
         labels = [o.label for o in options]
         question = "Do you want " + (", ".join(labels[:-1]) + " or " + labels[-1]) + "?"

@@ -25,8 +25,8 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
              "eighteenth", "nineteenth", "twentieth"]
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-_VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.|take|mk|mark|gen|generation|round|"
-                   r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+|"
+_VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)(?:'?s)?\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.|take|mk|mark|gen|generation|round|"
+                   r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+(?:'?s)?|"
                    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
 _TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b))")
@@ -38,7 +38,7 @@ _VERSION = re.compile(r"(?:\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?
 _VERSION_AROUND = re.compile(r"\b(?:version|revision|one)\s+(?:right\s+|just\s+)?(before|after)\s+(?:v\.?\s?|version\s+|number\s+)?(\d+)\b", re.I)
 # "the previous one", "the one before the latest", "not the newest one": the second in that order.
 _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
-                     r"(?:(?:right|just)\s+)?before\s+the\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
+                     r"(?:(?:right|just)\s+)?before\s+(?:the|my)\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 _ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
@@ -142,7 +142,7 @@ def _version_number(m: re.Match) -> int:
     if digits:
         number = int(digits)
     elif spoken:
-        number = int(spoken) if spoken.isdigit() else _NUMBERS.index(spoken.lower()) + 1
+        number = int(spoken.rstrip("'s")) if spoken[0].isdigit() else _NUMBERS.index(spoken.lower()) + 1  # "my version 3s"
     else:
         number = int(ordinal[:-2]) if ordinal[0].isdigit() else _ORDINALS.index(ordinal.lower()) + 1
     relation = (m.group(1) or "").lower()
@@ -395,9 +395,15 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     made_in = [j for j in unknown if _MADE_IN.search(scan.text[:scan.toks[j].start])]
     for j in before[-1:] + described + made_in:
         tok = scan.toks[j]
-        if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok):
+        if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok) and not (
+                _after_its_shade(scan.toks, j) and _covered_by(intent, scan.toks[j - 1], "cue")):  # "the mint green dog"
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
+
+
+def _after_its_shade(toks: list[Token], j: int) -> bool:
+    """Whether a colour word follows a shade the colour survey names with it ("mint green", "cobalt blue")."""
+    return j > 0 and f"{toks[j - 1].key} {toks[j].key}" in survey_colours()
 
 
 _MADE_OF = re.compile(r"\bmade\s+(?:of|from|out\s+of)\s+(?:\w+\s+)?$", re.I)
@@ -612,7 +618,13 @@ def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
             merged[-1] = replace(last, value=numbers(last) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
             taken[after.start():after.end()] = [True] * (after.end() - after.start())
         beyond = _OR_BEYOND.match(intent.text, merged[-1].end) if merged[-1].attribute == "version" else None
-        if beyond and not any(taken[beyond.start():beyond.end()]):  # "v2 or later", "version 3 and below"
+        than = _THAN.search(intent.text[:merged[-1].start]) if merged[-1].attribute == "version" else None
+        if than and not any(taken[than.start():than.end()]):  # "newer than v2": every later version, not v2 itself
+            last, earlier = merged[-1], than.group(1).lower() in _EARLIER_WORDS
+            versions = frozenset(range(1, min(numbers(last)))) if earlier else frozenset(range(max(numbers(last)) + 1, _MAX_VERSIONS))
+            merged[-1] = replace(last, value=versions, words=intent.text[than.start():last.end], start=than.start())
+            taken[than.start():last.start] = [True] * (last.start - than.start())
+        elif beyond and not any(taken[beyond.start():beyond.end()]):  # "v2 or later", "version 3 and below"
             last, n = merged[-1], max(numbers(merged[-1]))
             earlier = (beyond.group(1) or "").lower() in _EARLIER_WORDS
             versions = frozenset(range(1, min(numbers(last)) + 1)) if earlier else frozenset(range(n, n + _MAX_VERSIONS))
@@ -624,6 +636,8 @@ def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
 # "v2 or later", "version 3 and up", "v2+", "v4 or earlier": every version from (or up to) that one
 _OR_BEYOND = re.compile(r"\s*(?:\+|(?:(?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower)|onwards?)\b)", re.I)
 _EARLIER_WORDS = frozenset({"earlier", "older", "below", "before", "lower"})
+# "newer than v2", "older than my version 3": every version past that one
+_THAN = re.compile(r"\b(later|newer|higher|earlier|older|lower)\s+than\s+(?:the\s+|my\s+)?$", re.I)
 _MAX_VERSIONS = 1000  # "or later" reaches every version a catalog may have
 
 
@@ -679,7 +693,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     # "the cobalt blue one": a colour after its survey shade is part of the shade's name; "a blue glaze",
     # where no card writes blue but only shades of it, asks for a glaze of that colour (see _absent_colour)
     cues -= {j for j in cues if toks[j].key in BASIC_COLOURS and (
-        j - 1 in content and f"{toks[j - 1].key} {toks[j].key}" in survey_colours()
+        j - 1 in content and _after_its_shade(toks, j)
         or toks[j].key in vocabulary.shade_only_colours and j + 1 in cues)}
     # "hanging out at the bar", "lazing around": a phrasal verb says what the subject does, no look
     cues -= {j for j in cues if toks[j].key.endswith("ing") and _PARTICLE.match(scan.text, toks[j].end)}
@@ -769,11 +783,25 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         tok = toks[j]
         if subject is not None and vocabulary.names_every_card_of(tok.key, subject.value):
             continue  # "house kitty" where every cat is also a "house cat": no look that tells one apart
+        if _hyphened_to_style(intent, scan, j):
+            continue  # "the watercolor-style ones": a word joined to the style's own word describes that style
         alike = vocabulary.synonym_forms(tok.key)  # "floating", where one card floats and another drifts
         pose = tok.key.endswith(("ing", "ed")) and bool(_POSE_BEFORE_PLACE.match(scan.text, tok.end))
         intent.constraints.append(Constraint("cue", frozenset({tok.key, *alike}) if alike else tok.key, tok.text, tok.start, tok.end,
                                              optional=pose))
     return [j for j in content if j not in resolved and j not in cues and j not in shades]
+
+
+def _hyphened_to_style(intent: Intent, scan: _Scan, j: int) -> bool:
+    """Whether a word is one of a hyphen-joined run ("pixel-and-grid") in which another word named a style."""
+    toks, text = scan.toks, scan.text
+    first = last = j
+    while first > 0 and text[toks[first - 1].end:toks[first].start] == "-":
+        first -= 1
+    while last + 1 < len(toks) and text[toks[last].end:toks[last + 1].start] == "-":
+        last += 1
+    run = {k for k in range(first, last + 1) if k != j}
+    return any(c.attribute == "style" and c.start <= toks[k].start < c.end for c in intent.constraints for k in run)
 
 
 # "down in a mine", "by the old mill": after an article an English stop word is a noun, a place if it

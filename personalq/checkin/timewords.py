@@ -59,6 +59,8 @@ PATTERNS = [
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
+    # "in the last week", "over the past month": the week up to now, where "last week" is the calendar one
+    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+|during\s+)?the\s+(?:past|last|previous)\s+(){_UNIT}\b(?!\s+(?:of|before)\b)", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+(?:year|yr)\b", re.I)),
     # "around christmas", "right before xmas last year": near the holiday is its month
     ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(around\s+|near\s+|about\s+|(?:right|just)\s+(?:before|after)\s+)?(" + _HOLIDAY

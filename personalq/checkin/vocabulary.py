@@ -112,13 +112,16 @@ class Token:
 
 # "haven't", "didn't": the word before "n't" is an auxiliary with a negation, never a noun ("haven").
 _NEGATED = re.compile(r"n['’]t\b", re.I)
+# "whatever's", "I'd", "you're": a clitic after an apostrophe is no word of its own
+_CLITIC = re.compile(r"(?<=\w)['’](?:s|d|ll|re|ve|m)\b", re.I)
 
 
 def tokens(text: str) -> list[Token]:
-    """The words of a text; "isn't" is "isn" read as "not", its "t" no word at all."""
+    """The words of a text; "isn't" is "isn" read as "not", its "t" no word at all, nor the "s" of "what's"."""
     return [Token(m.group(), "not" if m.group()[-1:].lower() == "n" and _NEGATED.match(text, m.end() - 1) else norm(m.group()),
                   m.start(), m.end()) for m in _WORD.finditer(text)
-            if not (m.group().lower() == "t" and m.start() >= 2 and _NEGATED.match(text, m.start() - 2))]
+            if not (m.group().lower() == "t" and m.start() >= 2 and _NEGATED.match(text, m.start() - 2)
+                    or m.start() >= 1 and _CLITIC.match(text, m.start() - 1))]
 
 
 def term_key(phrase: str) -> tuple[str, ...]:
