@@ -1181,3 +1181,38 @@ def test_a_word_hyphen_joined_to_the_style_describes_the_style(tmp_path_factory)
     ], tmp_path_factory, "hyphened")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the batik-pattern lamps",), "clarify", {"lamp-1", "lamp-2"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the batik lamp with the pattern",), "select", {"lamp-1"})
+
+
+def test_a_trade_name_wordnet_files_beside_the_common_noun_is_that_noun(tmp_path_factory):
+    """WordNet lists "Biro" among the names of the ballpoint pen: "the biro lamp" is the ballpoint
+    lamp, while a capital letter alone ("w" for with) still names nothing."""
+    pens = checkin_over([
+        entry("lamp-1", "lamp", "ballpoint", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp with a rope.", 2, 0),
+    ], tmp_path_factory, "pens")
+    test_phrasings_a_fourth_stranger_batch_showed(pens, ("the biro lamp",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(pens, ("lamp w the rope",), "select", {"lamp-2"})
+
+
+def test_whichever_before_a_word_puts_it_in_the_subject_slot(tmp_path_factory):
+    """"whichever bird i use the most": the birds, the word broader than each of the catalog's."""
+    birds = checkin_over([
+        entry("nightjar-1", "nightjar", "batik", "quay", "2024-02-01T12:00:00Z", "A nightjar.", 1, 5, "2025-01-01T12:00:00Z"),
+        entry("avocet-1", "avocet", "batik", "quay", "2024-03-01T12:00:00Z", "An avocet.", 1, 2, "2025-02-01T12:00:00Z"),
+        entry("waxwing-1", "waxwing", "batik", "quay", "2024-04-01T12:00:00Z", "A waxwing.", 1, 7, "2025-02-01T12:00:00Z"),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 1, 9, "2025-03-01T12:00:00Z"),
+    ], tmp_path_factory, "birds")
+    test_phrasings_a_fourth_stranger_batch_showed(birds, ("whichever bird i use the most",), "select", {"waxwing-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(birds, ("whichever giraffe i use the most",), "no_match", {"giraffe"})
+
+
+def test_a_near_thing_wordnet_neither_links_nor_defines_by_the_other_is_no_match(tmp_path_factory):
+    """MiniLM puts a teapot near a teacup, but WordNet links the two by no kind and neither definition
+    names the other: "my teapot" is a no-match. A kitten ("young domestic cat") is still a cat."""
+    cups = checkin_over([
+        entry("teacup-1", "teacup", "batik", "quay", "2024-02-01T12:00:00Z", "A teacup.", 1, 0),
+        entry("cat-1", "cat", "batik", "quay", "2024-03-01T12:00:00Z", "A cat.", 1, 0),
+        entry("cat-2", "cat", "pastel", "meadow", "2024-04-01T12:00:00Z", "A cat.", 2, 0),
+    ], tmp_path_factory, "cups")
+    test_phrasings_a_fourth_stranger_batch_showed(cups, ("my teapot",), "no_match", {"teapot"})
+    test_phrasings_a_fourth_stranger_batch_showed(cups, ("my kitten in pastel",), "select", {"cat-2"})

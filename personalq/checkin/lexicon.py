@@ -152,10 +152,12 @@ class WordNet:
         """The senses a typed word is read in: its most frequent noun sense(s) in WordNet's tagged corpus,
         or all of them when none was ever seen there ("footwear": the clothing, or any covering for the feet).
 
-        Senses in which the word is only a proper noun ("Black" a person, "Gray" a botanist) never count.
+        Senses in which the word is only a proper noun ("Black" a person, "Gray" a botanist) never count;
+        a trade name among a common noun's words ("Xerox" beside "xerographic copier") does.
         """
         lemma, offsets = self._lemma(word)
-        offsets = tuple(o for o in offsets if lemma in self.synset(o).lemmas)
+        offsets = tuple(o for o in offsets if lemma in (lemmas := self.synset(o).lemmas)
+                        or any(n.lower() == lemma and n[1:].islower() for n in lemmas) and any(n.islower() for n in lemmas))
         counts = self._tag_counts(lemma)
         top = max((counts.get(o, 0) for o in offsets), default=0)
         return tuple(o for o in offsets if counts.get(o, 0) == top)

@@ -578,7 +578,10 @@ class CatalogVocabulary:
             return False
         if attribute == "environment" and any(self._defined_alike(a, b) for a in mine for b in theirs):
             return False
-        return not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs)
+        if not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs):
+            return True
+        return not any(lex.lemma_words(b) & {norm(w) for w in lex.defined_words(a)} or lex.lemma_words(a) & {norm(w) for w in lex.defined_words(b)}
+                       for a in mine for b in theirs)
 
     def _defined_alike(self, sense: int, term_sense: int) -> bool:
         """Whether a sense is a kind of the term sense's direct hypernym (at most LEXICON_MAX_UP steps
