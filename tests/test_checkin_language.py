@@ -1216,3 +1216,8 @@ def test_a_near_thing_wordnet_neither_links_nor_defines_by_the_other_is_no_match
     ], tmp_path_factory, "cups")
     test_phrasings_a_fourth_stranger_batch_showed(cups, ("my teapot",), "no_match", {"teapot"})
     test_phrasings_a_fourth_stranger_batch_showed(cups, ("my kitten in pastel",), "select", {"cat-2"})
+
+
+@pytest.mark.parametrize("text", ["my lil giraffe", "my trained giraffe model, samples pls"])
+def test_a_chat_or_training_word_before_an_absent_subject_leaves_it_in_the_subject_slot(checkin, text):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "no_match", {"giraffe"})

@@ -18,7 +18,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
-from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, survey_colours,
+from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, DOMAIN_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, survey_colours,
                                          term_key, tokens)
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
@@ -69,6 +69,7 @@ _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+versio
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
+_SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
 
 
@@ -502,7 +503,7 @@ class _Scan:
         """Where a noun names the subject: first, or after "my"/"the" and any style or look words."""
         skip = self.modifiers if modifiers is None else modifiers
         k = j - 1
-        while k >= 0 and k in skip:
+        while k >= 0 and (k in skip or self.toks[k].key in _SLOT_FILLERS):  # "my lil giraffe", "my trained giraffe"
             k -= 1
         opening = all(t.key in CHAT_WORDS for t in self.toks[:k])  # "ooh a unicorn": only chat words before it
         return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)
