@@ -1221,3 +1221,7 @@ def test_a_near_thing_wordnet_neither_links_nor_defines_by_the_other_is_no_match
 @pytest.mark.parametrize("text", ["my lil giraffe", "my trained giraffe model, samples pls"])
 def test_a_chat_or_training_word_before_an_absent_subject_leaves_it_in_the_subject_slot(checkin, text):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "no_match", {"giraffe"})
+
+
+def test_a_typo_of_a_comparative_answer_is_that_comparative(checkin):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the ocarina", "teh newr one"), "select", {"ocarina-1"})
