@@ -1225,3 +1225,20 @@ def test_a_chat_or_training_word_before_an_absent_subject_leaves_it_in_the_subje
 
 def test_a_typo_of_a_comparative_answer_is_that_comparative(checkin):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the ocarina", "teh newr one"), "select", {"ocarina-1"})
+
+
+def test_a_possessive_noun_before_a_noun_is_one_noun_phrase(checkin):
+    """"dealer's choice" reads as "dealers choice": one phrase for "anything", no absent dealer."""
+    result = conversation(checkin, "dealer's choice lol")
+    assert result.action == "clarify" and len(result.plausible_ids) == len(CATALOG), result.reason
+
+
+def test_a_place_word_that_begins_a_closed_compound_place_is_that_place(tmp_path_factory):
+    """"by the lake" is the lakeside lamp; "green", no usual place, is not the greenhouse one."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "lakeside", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "greenhouse", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
+        entry("lamp-3", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A green lamp.", 3, 0),
+    ], tmp_path_factory, "compound-places")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp by the lake",), "select", {"lamp-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the green lamp",), "select", {"lamp-3"})

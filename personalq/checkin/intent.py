@@ -862,8 +862,9 @@ def _add(intent: Intent, hit: tuple[str, object], span: list[Token], exact: bool
 
 
 def _adjacent(text: str, span: list[Token]) -> bool:
-    """Tokens of one term must be separated by spaces or hyphens only ("3d render", "snow-covered")."""
-    return all(re.fullmatch(r"[\s\-]*", text[a.end:b.start]) for a, b in zip(span, span[1:]))
+    """Tokens of one term must be separated by spaces or hyphens only ("3d render", "snow-covered"), or
+    a possessive's "'s" ("dealer's choice" is one noun like "dealers choice")."""
+    return all(re.fullmatch(r"(?:['’]s)?[\s\-]*", text[a.end:b.start]) for a, b in zip(span, span[1:]))
 
 
 def _covered_by(intent: Intent, tok: Token, attribute: str | None = None) -> bool:

@@ -499,7 +499,7 @@ class CatalogVocabulary:
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
                             for part in key)
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
-            if contained or clipped:
+            if contained or clipped or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
             elif len(phrase) >= 5:
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
@@ -508,6 +508,13 @@ class CatalogVocabulary:
             if ratio > best_ratio or (best is None and ratio >= best_ratio):
                 best, best_ratio = (attribute, key, ratio), ratio
         return best
+
+    def _first_of_compound(self, phrase: str, key: tuple[str, ...]) -> bool:
+        """Whether a place term is one closed compound starting with the word, its rest a noun of its
+        own, and the word usually a place itself: "by the lake" for a "lakeside", while "wood", usually
+        a material, is no "woodland"."""
+        return self.lexicon is not None and len(key) == 1 and key[0].startswith(phrase) and len(key[0]) - len(phrase) >= 3 \
+            and self.lexicon.usually_names_place(phrase) and self.lexicon.is_word(key[0][len(phrase):])
 
     def _by_meaning(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         if self.embedder is None or not self._term_list:
