@@ -1242,3 +1242,14 @@ def test_a_place_word_that_begins_a_closed_compound_place_is_that_place(tmp_path
     ], tmp_path_factory, "compound-places")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the lamp by the lake",), "select", {"lamp-1"})
     test_phrasings_a_fourth_stranger_batch_showed(lamps, ("the green lamp",), "select", {"lamp-3"})
+
+
+def test_an_informal_word_wordnet_defines_as_a_term_for_a_kind_names_that_kind(tmp_path_factory):
+    """WordNet defines "bug" as a "general term for any insect": "the bug i use the most" is the most
+    used of the insects, not a subject the catalog lacks."""
+    insects = checkin_over([
+        entry("katydid-1", "katydid", "batik", "quay", "2024-02-01T12:00:00Z", "A katydid.", 1, 3, "2025-01-01T12:00:00Z"),
+        entry("weevil-1", "weevil", "batik", "quay", "2024-03-01T12:00:00Z", "A weevil.", 1, 6, "2025-02-01T12:00:00Z"),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 9, "2025-03-01T12:00:00Z"),
+    ], tmp_path_factory, "insects")
+    test_phrasings_a_fourth_stranger_batch_showed(insects, ("the bug i use the most",), "select", {"weevil-1"})

@@ -90,6 +90,10 @@ COMMON_SHARE = 0.5
 COMMON_MIN_CARDS = 4
 
 
+# WordNet's definition of an informal or general word by the word it stands for: "informal terms for dogs"
+_TERM_FOR = re.compile(r"(?:a\s+)?(?:general|informal|regional|familiar)\s+terms?\s+for\s+[`']?(?:any\s+)?([a-z]+)")
+
+
 def norm(token: str) -> str:
     """Fold plurals so "beaches" meets "beach" and "bears" meets "bear"."""
     t = token.lower()
@@ -760,6 +764,9 @@ class CatalogVocabulary:
         if lex is None or not self.terms["subject"] or not lex.names_thing(phrase):
             return None
         usual = set(lex.usual_senses(phrase))
+        for sense in list(usual):  # "bug": "general term for any insect ...": every insect
+            if m := _TERM_FOR.match(lex.synset(sense).definition):
+                usual |= set(lex.usual_senses(norm(m.group(1))))
         if self._sense_ancestors is None:
             self._sense_ancestors = {o: lex.ancestors(o, HYPERNYM_MAX_DOWN).keys() for o in self._lexicon_index()}
         categories = frozenset(c for sense, above in self._sense_ancestors.items() if usual & above
