@@ -1253,3 +1253,15 @@ def test_an_informal_word_wordnet_defines_as_a_term_for_a_kind_names_that_kind(t
         entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 9, "2025-03-01T12:00:00Z"),
     ], tmp_path_factory, "insects")
     test_phrasings_a_fourth_stranger_batch_showed(insects, ("the bug i use the most",), "select", {"weevil-1"})
+
+
+def test_a_request_naming_nothing_to_draw_is_asked_what_to_draw_even_among_many_subjects(tmp_path_factory):
+    """Five subjects, two versions each: "surprise me" asks which subject (four offered, the rest
+    mentioned), not which version."""
+    many = checkin_over([
+        entry(f"{subject}-{v}", subject, "batik", "quay", f"202{3 + v}-0{i + 1}-01T12:00:00Z", f"A {subject}.", v, 0)
+        for i, subject in enumerate(["kite", "ocarina", "lamp", "kettle", "anchor"]) for v in (1, 2)
+    ], tmp_path_factory, "many-subjects")
+    result = conversation(many, "surprise me")
+    assert result.action == "clarify" and {o.attribute for o in result.options} == {"category"}, result.question
+    assert "another of the 10" in result.question

@@ -275,7 +275,9 @@ class CheckIn:
             else:
                 if len(groups) >= 2:
                     fits = len(groups) <= MAX_OPTIONS
-                    candidates.append(((fits, -max(map(len, groups.values())), len(groups)), attribute, groups))
+                    # a request that names nothing to draw is asked what to draw, however many things fit
+                    what_to_draw = attribute == "category" and intent.subject is None
+                    candidates.append(((what_to_draw, fits, -max(map(len, groups.values())), len(groups)), attribute, groups))
         if not candidates:  # identical on every attribute: offer the checkpoints themselves, by age
             groups = {f"created {self.snapshot.cards[i].created_at:%B %d, %Y}": [i] for i in ranked}
             return "created", groups
