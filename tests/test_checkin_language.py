@@ -1265,3 +1265,14 @@ def test_a_request_naming_nothing_to_draw_is_asked_what_to_draw_even_among_many_
     result = conversation(many, "surprise me")
     assert result.action == "clarify" and {o.attribute for o in result.options} == {"category"}, result.question
     assert "another of the 10" in result.question
+
+
+def test_a_term_is_read_in_its_own_senses_not_where_it_is_another_things_other_name(tmp_path_factory):
+    """WordNet lists "hedgehog" also among the names of the porcupine, but a hedgehog in its own right
+    is Erinaceus: "the porcupine" is a no-match, while "my pooch" (a kind of dog) is still the dog."""
+    spiny = checkin_over([
+        entry("hedgehog-1", "hedgehog", "batik", "quay", "2024-02-01T12:00:00Z", "A hedgehog.", 1, 0),
+        entry("dog-1", "dog", "batik", "quay", "2024-03-01T12:00:00Z", "A dog.", 1, 0),
+    ], tmp_path_factory, "spiny")
+    test_phrasings_a_fourth_stranger_batch_showed(spiny, ("the porcupine",), "no_match", {"porcupine"})
+    test_phrasings_a_fourth_stranger_batch_showed(spiny, ("my pooch",), "select", {"dog-1"})

@@ -112,11 +112,14 @@ def test_a_word_is_read_in_its_usual_sense():
 
 
 def test_the_catalogs_own_subtypes_choose_the_sense():
-    """WordNet's "cat" is also a guy; a catalog whose cats are tabby cats means the animal."""
+    """WordNet's "cat" is also a guy; a catalog whose cats are tabby cats means the animal, and so
+    does one that says only "cat": the guy is a sense where "cat" is only another name ("guy" first),
+    while the animal is cat's own."""
     only_cats = [r for r in CATALOG if r["category"] == "cat"]
     assert CatalogVocabulary(cards(only_cats), embedder=None).similar("guy") is None
     bare = [{**only_cats[0], "subject_types": ["cat"]}]
-    assert CatalogVocabulary(cards(bare), embedder=None).similar("guy")[:2] == ("subject", ("cat",))
+    assert CatalogVocabulary(cards(bare), embedder=None).similar("guy") is None
+    assert CatalogVocabulary(cards(bare), embedder=None).similar("kitty")[:2] == ("subject", ("cat",))
 
 
 def test_without_wordnet_those_words_stay_unknown():

@@ -610,7 +610,7 @@ class CatalogVocabulary:
         if self._sense_terms is not None:
             return self._sense_terms
         lex = self.lexicon
-        senses = {key: lex.senses(self.labels[("subject", key)]) for key in self.terms["subject"]}
+        senses = {key: self._own_senses(self.labels[("subject", key)]) for key in self.terms["subject"]}
         related: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)  # category <-> its sub-types
         for key, categories in self.term_categories.items():
             for category in categories - {key}:
@@ -627,6 +627,16 @@ class CatalogVocabulary:
                     self._parent_terms.setdefault(parent, set()).add(key)
         self._sense_terms = sense_terms
         return sense_terms
+
+    def _own_senses(self, label: str) -> tuple[int, ...]:
+        """A term's senses, less those where it is only another name of a thing with a name of its own
+        while some sense is its own: a "cat" is WordNet's true cat, and only in slang a guy, which a
+        user names as such."""
+        lex = self.lexicon
+        word = label.replace(" ", "_")
+        senses = lex.senses(word)
+        heads = tuple(o for o in senses if lex.synset(o).lemmas[0].lower() == word)
+        return heads or senses
 
     def _style_or_place_by_lexicon(self, phrase: str) -> tuple[str, object, float] | None:
         """The style or place terms WordNet links a word to, which the embedder did not place: one that
