@@ -1276,3 +1276,15 @@ def test_a_term_is_read_in_its_own_senses_not_where_it_is_another_things_other_n
     ], tmp_path_factory, "spiny")
     test_phrasings_a_fourth_stranger_batch_showed(spiny, ("the porcupine",), "no_match", {"porcupine"})
     test_phrasings_a_fourth_stranger_batch_showed(spiny, ("my pooch",), "select", {"dog-1"})
+
+
+def test_the_group_just_above_a_creature_is_no_name_for_it_unless_its_name_is_built_on_it(tmp_path_factory):
+    """WordNet files the alpaca right below "llama", yet owners do not take a llama for their alpaca;
+    a gyrfalcon, one step below "falcon" too, is named after it and so is a falcon."""
+    herd = checkin_over([
+        entry("alpaca-1", "alpaca", "batik", "quay", "2024-02-01T12:00:00Z", "An alpaca.", 1, 0),
+        entry("gyrfalcon-1", "gyrfalcon", "batik", "quay", "2024-03-01T12:00:00Z", "A gyrfalcon.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
+    ], tmp_path_factory, "herd")
+    test_phrasings_a_fourth_stranger_batch_showed(herd, ("my llama",), "no_match", {"llama"})
+    test_phrasings_a_fourth_stranger_batch_showed(herd, ("the falcon",), "select", {"gyrfalcon-1"})

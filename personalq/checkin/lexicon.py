@@ -57,6 +57,7 @@ NO_SETTINGS = frozenset({19613, 34213, 13983147, 7283608})
 COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
 MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"), no thing of its own
 ARTIFACT = 21939  # artifact.n.01: what people made, a building or a mine among them
+ANIMAL = 15388  # animal.n.01
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
@@ -261,6 +262,10 @@ class WordNet:
         """Whether the word's usual noun sense is a living or imaginary being ("giraffe", "griffin"):
         never a medium, as "pencil" or "felt" may be."""
         return any(ORGANISM in a or IMAGINARY_BEING in a for a in (self.ancestors(s, 20) for s in self.usual_senses(word)))
+
+    def names_animal(self, word: str) -> bool:
+        """Whether the word's usual noun sense is an animal (a creature that is no plant)."""
+        return any(ANIMAL in self.ancestors(s, 20) for s in self.usual_senses(word))
 
     def names_art_form(self, word: str) -> bool:
         """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching");

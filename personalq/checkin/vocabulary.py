@@ -778,10 +778,20 @@ class CatalogVocabulary:
             if m := _TERM_FOR.match(lex.synset(sense).definition):
                 usual |= set(lex.usual_senses(norm(m.group(1))))
         if self._sense_ancestors is None:
-            self._sense_ancestors = {o: lex.ancestors(o, HYPERNYM_MAX_DOWN).keys() for o in self._lexicon_index()}
-        categories = frozenset(c for sense, above in self._sense_ancestors.items() if usual & above
-                               for key in self._sense_terms[sense] for c in self.term_categories[key])
+            self._sense_ancestors = {o: lex.ancestors(o, HYPERNYM_MAX_DOWN) for o in self._lexicon_index()}
+        categories = frozenset(c for sense, above in self._sense_ancestors.items() if usual & above.keys()
+                               for key in self._sense_terms[sense] if not self._animal_just_below(usual, above, key)
+                               for c in self.term_categories[key])
         return ("subject", categories, HYPERNYM_STRENGTH) if categories else None
+
+    def _animal_just_below(self, usual: set[int], above: dict[int, int], key: tuple[str, ...]) -> bool:
+        """Whether the word's nearest sense is the group an animal term is filed under, one step up, and
+        the term's name is not built on the word: owners refuse a neighbour that WordNet files below the
+        word they typed (a group word that holds other animals beside theirs), while a sea eagle is
+        plainly an eagle, and words further up ("animal", "bird") name a whole group."""
+        label = self.labels[("subject", key)]
+        near = min((above[o] for o in usual if o in above), default=0) == 1
+        return near and self.lexicon.names_animal(label) and not any(label.endswith(w) for s in usual for w in self.lexicon.lemma_words(s))
 
     def _by_lexicon(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The subject term WordNet says a word names: the closest link, if it points into one category."""
@@ -795,7 +805,7 @@ class CatalogVocabulary:
                     if key not in links or steps < links[key][0]:
                         links[key] = (steps, False)
             for key in self._parent_terms.get(sense, ()):
-                if key not in links or 1 < links[key][0]:
+                if (key not in links or 1 < links[key][0]) and not self._animal_just_below({sense}, {sense: 1}, key):
                     links[key] = (1, True)
         if not links:
             return None
