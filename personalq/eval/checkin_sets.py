@@ -27,19 +27,21 @@ EXTRA = "extra"
 """More tuning requests, written after the test split was first scored (its failures unread), over the
 two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `cove`, `tarn`, `bramble`,
 `sedge`, `scree`, `loam`, `gorse`, `marl`, `silt`, `tor`, `fen`, `crag`, `knoll`, `holt`, `wold`, `rill`,
-`carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw` and `haugh`; read freely, like dev. Not
+`carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw`, `haugh`, `rigg`, `howe` and `nab`; read
+freely, like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
                   "scree", "loam", "gorse", "marl", "silt", "tor", "fen", "crag", "knoll", "holt", "wold", "rill",
-                  "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh")
+                  "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh", "rigg", "howe", "nab")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
-`holm`, `dene` and `garth`; 376 in session 36 over the two catalogs, `gill`, `beck` and `cleugh`); like
-test, only ever scored (their
+`holm`, `dene` and `garth`; 376 in session 36 over the two catalogs, `gill`, `beck` and `cleugh`; 406 in
+session 37 over the two catalogs, `sike`, `thwaite` and `garr`); like test, only ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
-HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", "garth", "gill", "beck", "cleugh")
+HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", "garth", "gill", "beck", "cleugh", "sike", "thwaite",
+                    "garr")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
