@@ -565,11 +565,13 @@ class CatalogVocabulary:
         beach and anime no cartoon, though MiniLM puts each pair as near as sea and shore. Adjectives
         and phrases WordNet lacks as nouns ("lifelike", "polygonal") are left to the embedder.
 
-        A subject is turned down only when some sense of the word and of the term are kinds of one
-        same thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so
-        an equine like a horse), and no sense links them: WordNet files many a synonym far apart
-        ("kitten" under young mammals, "human" under hominids), so for subjects only a true sibling
-        is evidence.
+        A subject is turned down when some sense of the word and of the term are kinds of one same
+        thing, two steps up at most (a wolf and a dog are both canines, a donkey an ass and so an
+        equine like a horse), and no sense links them. WordNet files many a synonym far apart
+        ("kitten" under young mammals, "human" under hominids), so two words it files apart are
+        turned down only when neither definition names the other either ("a young domestic cat"
+        names the cat, so a kitten is one; of two near things whose definitions name neither, the
+        embedder's nearness is no evidence).
 
         A place is no sibling of a kind of its own direct hypernym whose definition shares a word with
         its own beyond that genus: the seaside ("the shore of a sea") is a seashore, a kind of shore,
