@@ -618,20 +618,29 @@ def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
             last = merged[-1]
             merged[-1] = replace(last, value=numbers(last) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
             taken[after.start():after.end()] = [True] * (after.end() - after.start())
-        beyond = _OR_BEYOND.match(intent.text, merged[-1].end) if merged[-1].attribute == "version" else None
-        than = _THAN.search(intent.text[:merged[-1].start]) if merged[-1].attribute == "version" else None
+        if merged[-1].attribute != "version":
+            continue
+        last = merged[-1]
+        than = _THAN.search(intent.text[:last.start])
+        beyond = _OR_BEYOND.match(intent.text, last.end)
         if than and not any(taken[than.start():than.end()]):  # "newer than v2": every later version, not v2 itself
-            last, earlier = merged[-1], than.group(1).lower() in _EARLIER_WORDS
-            versions = frozenset(range(1, min(numbers(last)))) if earlier else frozenset(range(max(numbers(last)) + 1, _MAX_VERSIONS))
+            versions = _versions_past(numbers(last), than.group(1), inclusive=False)
             merged[-1] = replace(last, value=versions, words=intent.text[than.start():last.end], start=than.start())
             taken[than.start():last.start] = [True] * (last.start - than.start())
         elif beyond and not any(taken[beyond.start():beyond.end()]):  # "v2 or later", "version 3 and below"
-            last, n = merged[-1], max(numbers(merged[-1]))
-            earlier = (beyond.group(1) or "").lower() in _EARLIER_WORDS
-            versions = frozenset(range(1, min(numbers(last)) + 1)) if earlier else frozenset(range(n, n + _MAX_VERSIONS))
+            versions = _versions_past(numbers(last), beyond.group(1), inclusive=True)
             merged[-1] = replace(last, value=versions, words=intent.text[last.start:beyond.end()], end=beyond.end())
             taken[beyond.start():beyond.end()] = [True] * (beyond.end() - beyond.start())
     intent.constraints = merged
+
+
+def _versions_past(numbers: frozenset, direction: str | None, inclusive: bool) -> frozenset:
+    """Every version after the highest of `numbers`, or before the lowest when `direction` is an
+    earlier-word ("older", "below"), with those numbers themselves when `inclusive`."""
+    if (direction or "").lower() in _EARLIER_WORDS:
+        return frozenset(range(1, min(numbers) + inclusive))
+    start = max(numbers) + (not inclusive)
+    return frozenset(range(start, start + _MAX_VERSIONS))
 
 
 # "v2 or later", "version 3 and up", "v2+", "v4 or earlier": every version from (or up to) that one

@@ -593,8 +593,8 @@ class CatalogVocabulary:
             return False
         if not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs):
             return True
-        return not any(lex.lemma_words(b) & {norm(w) for w in lex.defined_words(a)} or lex.lemma_words(a) & {norm(w) for w in lex.defined_words(b)}
-                       for a in mine for b in theirs)
+        defined = {o: {norm(w) for w in lex.defined_words(o)} for o in (*mine, *theirs)}  # once per sense, not per pair
+        return not any(lex.lemma_words(b) & defined[a] or lex.lemma_words(a) & defined[b] for a in mine for b in theirs)
 
     def _defined_alike(self, sense: int, term_sense: int) -> bool:
         """Whether a sense is a kind of the term sense's direct hypernym (at most LEXICON_MAX_UP steps
@@ -782,18 +782,18 @@ class CatalogVocabulary:
         if self._sense_ancestors is None:
             self._sense_ancestors = {o: lex.ancestors(o, HYPERNYM_MAX_DOWN) for o in self._lexicon_index()}
         categories = frozenset(c for sense, above in self._sense_ancestors.items() if usual & above.keys()
-                               for key in self._sense_terms[sense] if not self._animal_just_below(usual, above, key)
+                               for key in self._sense_terms[sense]
+                               if not (min(above[o] for o in usual if o in above) == 1 and self._animal_named_apart(usual, key))
                                for c in self.term_categories[key])
         return ("subject", categories, HYPERNYM_STRENGTH) if categories else None
 
-    def _animal_just_below(self, usual: set[int], above: dict[int, int], key: tuple[str, ...]) -> bool:
-        """Whether the word's nearest sense is the group an animal term is filed under, one step up, and
-        the term's name is not built on the word: owners refuse a neighbour that WordNet files below the
-        word they typed (a group word that holds other animals beside theirs), while a sea eagle is
-        plainly an eagle, and words further up ("animal", "bird") name a whole group."""
+    def _animal_named_apart(self, senses: set[int], key: tuple[str, ...]) -> bool:
+        """Whether an animal term's name is not built on the word of `senses`, the group WordNet files it
+        under one step up (the callers check the step): owners refuse a neighbour that WordNet files
+        below the word they typed (a group word that holds other animals beside theirs), while a sea
+        eagle is plainly an eagle, and words further up ("animal", "bird") name a whole group."""
         label = self.labels[("subject", key)]
-        near = min((above[o] for o in usual if o in above), default=0) == 1
-        return near and self.lexicon.names_animal(label) and not any(label.endswith(w) for s in usual for w in self.lexicon.lemma_words(s))
+        return self.lexicon.names_animal(label) and not any(label.endswith(w) for s in senses for w in self.lexicon.lemma_words(s))
 
     def _by_lexicon(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """The subject term WordNet says a word names: the closest link, if it points into one category."""
@@ -807,7 +807,7 @@ class CatalogVocabulary:
                     if key not in links or steps < links[key][0]:
                         links[key] = (steps, False)
             for key in self._parent_terms.get(sense, ()):
-                if (key not in links or 1 < links[key][0]) and not self._animal_just_below({sense}, {sense: 1}, key):
+                if (key not in links or 1 < links[key][0]) and not self._animal_named_apart({sense}, key):  # a parent: one step
                     links[key] = (1, True)
         if not links:
             return None
