@@ -1288,3 +1288,35 @@ def test_the_group_just_above_a_creature_is_no_name_for_it_unless_its_name_is_bu
     ], tmp_path_factory, "herd")
     test_phrasings_a_fourth_stranger_batch_showed(herd, ("my llama",), "no_match", {"llama"})
     test_phrasings_a_fourth_stranger_batch_showed(herd, ("the falcon",), "select", {"gyrfalcon-1"})
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("kite that isnt batik and isnt gouache",), "select", {"kite-3"}),      # "isnt" typed without its apostrophe
+    (("anything but batik with a kite",), "clarify", {"kite-2", "kite-3"}),  # the negation takes "batik", not the kite
+    (("the kite i had out in the past couple of weeks",), "clarify", {"kite-1", "kite-2"}),
+    (("the kite ive actually used",), "clarify", {"kite-1", "kite-2"}),     # "ive" is no typo of "five"
+    (("kite with the copper tails",), "no_match", {"copper"}),              # the material of a part a card describes
+    (("lil froggy on the quay",), "no_match", {"froggy"}),                  # a pet form of an absent subject
+    (("the kite in wotercolor",), "no_match", {"wotercolor"}),              # a typo of an absent medium
+    (("the kite on the quay", "actually the one before that"), "select", {"kite-2"}),
+    (("the pastel kite", "what other gouache ones do i have"), "clarify", {"kite-2", "ocarina-1"}),
+    (("dunno, you choose",), "clarify", {e["id"] for e in CATALOG}),          # chat, not a pet form of anything
+])
+def test_phrasings_a_twentieth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_a_typo_of_a_short_word_is_read_among_the_corrections_it_may_be():
+    """"teh" may be "the" (two letters swapped), never "ten" (a letter changed): the one allowed reading wins."""
+    from personalq.checkin.spelling import Speller
+
+    assert Speller(["the", "ten"], [], None).correct("teh") == "the"
+
+
+def test_a_style_wordnet_lacks_is_no_synonym_of_a_sibling_of_its_head_noun(tmp_path_factory):
+    """WordNet lacks "oil pastel", but its head is a pastel drawing, no painting: "oil painting" is a no-match."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "oil pastel", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, "oil-pastel")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("oil painting of the lamp",), "no_match", {"oil painting", "painting"})

@@ -38,7 +38,8 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "background": "environment", "scene": "environment",
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
-_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b", re.I)
+_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
+                          r"\bother\s+(?:\w+\s+){0,2}ones\b", re.I)  # "what other watercolor ones do i have"
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down

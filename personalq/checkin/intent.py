@@ -64,10 +64,13 @@ _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|load
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
-_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up))\b(?:\s+(?:one|version))?(?:\s+up)?", re.I)
+# "the one before that": older than the one chosen
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+th(?:at|is)\b)|after(?=\s+th(?:at|is)\b))\b"
+                          r"(?:\s+(?:one|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
-_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else)\b", re.I)
+_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else|"
+                       r"other(?=\s+(?:\w+\s+){0,2}ones\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
@@ -151,7 +154,7 @@ def _version_number(m: re.Match) -> int:
 
 
 # Words of the request grammar a typo may stand for ("frist", "verison", "lastest").
-_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "version", "revision",
+_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "the", "and", "with", "from", "that", "version", "revision",
                             "iteration", "latest", "newest", "oldest", "earliest", "newer", "older", "earlier", "recent", "previous", "used", "never",
                             "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago"])
 
@@ -238,7 +241,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if vocabulary.names_art_form(tok.key) and any(c.attribute == "style" and c.end >= 0 and not scan.text[c.end:tok.start].strip(" -")
                                                       for c in intent.constraints):
             continue  # "the watercolor print": the style's own noun, no subject
-        thing = tok.key if vocabulary.names_thing(tok.key) else vocabulary.thing_misspelled_as(tok.key)  # "my peacok"
+        thing = tok.key if vocabulary.names_thing(tok.key) else vocabulary.thing_meant_by(tok.key)  # "my peacok", "froggy"
         if thing:
             _add(intent, ("unknown", thing), [tok], exact=True)
             return
@@ -314,7 +317,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
-        in_medium = after_in and vocabulary.names_medium(tok.key)
+        in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key))  # "in wotercolor"
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if pair and after_in and vocabulary.names_compound_matter(f"{tok.key} {pair.key}"):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
@@ -391,15 +394,19 @@ def _absent_colour(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: 
     Repo-Prompts spec has it. So is a colour right before a description word ("with a blue glaze"):
     the glaze a card describes must be that colour; and one the picture was made in ("printed in red")."""
     before = _right_before_subject(intent, scan, unknown)
-    described = [j for j in unknown if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2])
-                 and _covered_by(intent, scan.toks[j + 1], "cue")]
     made_in = [j for j in unknown if _MADE_IN.search(scan.text[:scan.toks[j].start])]
-    for j in before[-1:] + described + made_in:
+    for j in before[-1:] + _before_a_cue(intent, scan, unknown) + made_in:
         tok = scan.toks[j]
         if vocabulary.names_colour(tok.key) and not _covered_by(intent, tok) and not (
                 _after_its_shade(scan.toks, j) and _covered_by(intent, scan.toks[j - 1], "cue")):  # "the mint green dog"
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
+
+
+def _before_a_cue(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
+    """The leftover words right before a description word ("blue" of "with a blue glaze")."""
+    return [j for j in unknown if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2])
+            and _covered_by(intent, scan.toks[j + 1], "cue")]
 
 
 def _after_its_shade(toks: list[Token], j: int) -> bool:
@@ -412,11 +419,14 @@ _MADE_OF = re.compile(r"\bmade\s+(?:of|from|out\s+of)\s+(?:\w+\s+)?$", re.I)
 
 def _absent_material(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """What the picture's subject is made of ("a chair made of glass", "carved in wood") is how it
-    looks: where no card has that material, nothing fits."""
+    looks: where no card has that material, nothing fits; so is the material of a part a card
+    describes ("with the iron handle" where a card has a handle, and no card iron)."""
+    described = {j for j in _before_a_cue(intent, scan, unknown)  # not the "orange" of "yellow-orange door"
+                 if not vocabulary.names_colour(scan.toks[j].key) and not (j and scan.text[scan.toks[j - 1].end:scan.toks[j].start] == "-")}
     for j in unknown:
         tok = scan.toks[j]
         before = scan.text[:tok.start]
-        if (_MADE_OF.search(before) or _MADE_IN.search(before)) and vocabulary.names_matter(tok.key) and not _covered_by(intent, tok):
+        if (_MADE_OF.search(before) or _MADE_IN.search(before) or j in described) and vocabulary.names_matter(tok.key) and not _covered_by(intent, tok):
             _add(intent, ("unknown", tok.key), [tok], exact=True)
             return
 
@@ -457,11 +467,11 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
     return bool(_HEAD_END.match(text, end)) and not in_place_slot(text, start)
 
 
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|(?:is|are|was|were|does|do)n['’]?t|"
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
-_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+)?$", re.I)
+_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:(?:the|a|an)\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
 
@@ -471,8 +481,9 @@ _OPENING_NO = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh)\W+)?no\b\W*(?=(?:the|a|an|th
 
 def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constraint]:
     """A term right after a negation ("but not the cartoon one", "except watercolor") rules its
-    matches out instead of requiring them; the negation reaches back at most three words, and on
-    through a list ("anything but cartoon or pixel art", "nothing from 2024 or 2025")."""
+    matches out instead of requiring them; the negation reaches back at most three words, over one
+    noun phrase only ("anything but realistic with a dog" asks for a dog), and on through a list
+    ("anything but cartoon or pixel art", "nothing from 2024 or 2025")."""
     opening = _OPENING_NO.match(text)
     skip = opening.end() if opening else 0
     out: list[Constraint] = []
@@ -480,13 +491,26 @@ def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constrain
     for c in sorted(constraints, key=lambda c: c.start):
         if c.attribute in _EXCLUDABLE and c.start >= 0:
             listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(text[previous.end:c.start])
-            if listed or (c.start > skip and _EXCLUSION.search(text[skip:c.start])):
+            if listed or c.start > skip and _negated(text, skip, previous, c):
                 c = replace(c, excluded=True)
         out.append(c)
         if c.start >= 0:
             previous = c
     ruled_out = {(c.attribute, c.value) for c in out if c.excluded}  # "not the cellar ones, im sick of cellars"
     return [c for c in out if c.excluded or (c.attribute, c.value) not in ruled_out]
+
+
+def _negated(text: str, skip: int, previous: Constraint | None, c: Constraint) -> bool:
+    """Whether a negation reaches the term `c`: one after the term before it, or one before both
+    when the two make one noun phrase ("not the cartoon dog"), not across a preposition
+    ("anything but realistic with a dog" asks for a dog)."""
+    after_previous = max(skip, previous.end) if previous is not None else skip
+    if _EXCLUSION.search(text, after_previous, c.start):
+        return True
+    negation = _EXCLUSION.search(text, skip, c.start)
+    if negation is None:
+        return False
+    return previous is None or previous.start < negation.start() or previous.excluded and not text[previous.end:c.start].strip(" -")
 
 
 @dataclass
@@ -571,7 +595,7 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
             take(m.start(), m.end())
     m = _COMPARATIVE.search(text)
     if m and not any(taken[m.start():m.end()]):
-        intent.comparative = "older" if m.group(1).lower() in ("older", "earlier") else "newer"
+        intent.comparative = "older" if m.group(1).lower() in ("older", "earlier", "before") else "newer"
         intent.any_comparative = bool(_ANY_OF.search(text[:m.start()]))
         take(m.start(), m.end())
     m = _THAT_ONE.search(text)

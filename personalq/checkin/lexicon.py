@@ -18,12 +18,15 @@ import mmap
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from rapidfuzz.distance import DamerauLevenshtein
 from rapidfuzz.process import extract
+
+from personalq.checkin.spelling import DIMINUTIVE_ENDINGS
 
 # WordNet's noun suffix rules (morphy): a plural typed by the user finds its singular lemma.
 _SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"), ("ies", "y"), ("s", ""))
@@ -243,11 +246,11 @@ class WordNet:
                 return True
         return False
 
-    def thing_misspelled_as(self, word: str) -> str | None:
-        """The one noun for a drawable thing that a non-word is a single typo of ("goldfsh", "peacok"):
-        one letter dropped, added, changed or two swapped (rapidfuzz's Damerau-Levenshtein distance 1
-        over every noun lemma). None when it is a word or misspells no or several such nouns. Not in the
-        catalog speller: the noun is one the catalog lacks."""
+    def misspelled_noun(self, word: str, kind: Callable[[str], bool]) -> str | None:
+        """The one noun of a kind (`kind`: a drawable thing, a medium) that a non-word is a single typo
+        of ("goldfsh", "peacok", "wotercolor"): one letter dropped, added, changed or two swapped
+        (rapidfuzz's Damerau-Levenshtein distance 1 over every noun lemma). None when it is a word or
+        misspells no or several such nouns. Not in the catalog speller: the noun is one the catalog lacks."""
         word = word.lower()
         if len(word) < 4 or self.is_word(word):
             return None
@@ -255,8 +258,23 @@ class WordNet:
             self._noun_lemmas = [line.split(b" ", 1)[0].decode() for line in bytes(self._maps["index.noun"]).splitlines()
                                  if line and not line.startswith(b" ")]
         near = extract(word, self._noun_lemmas, scorer=DamerauLevenshtein.distance, score_cutoff=1, limit=None)
-        nouns = {lemma for lemma, _, _ in near if self.names_thing(lemma)}
+        nouns = {lemma for lemma, _, _ in near if kind(lemma)}
         return nouns.pop() if len(nouns) == 1 else None
+
+    def pet_form_of(self, word: str) -> str | None:
+        """The noun for a drawable thing a non-word is a pet form of ("froggy", "horsey", "doggo"): the
+        word less its pet ending, and less a doubled last letter."""
+        word = word.lower()
+        if self.is_word(word):
+            return None
+        for end in DIMINUTIVE_ENDINGS:
+            stem = word[:-len(end)]
+            if not word.endswith(end) or len(stem) < 3:
+                continue
+            for noun in (stem, stem[:-1]) if stem[-1] == stem[-2] else (stem,):
+                if self.names_thing(noun):
+                    return noun
+        return None
 
     def names_creature(self, word: str) -> bool:
         """Whether the word's usual noun sense is a living or imaginary being ("giraffe", "griffin"):

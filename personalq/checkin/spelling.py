@@ -50,13 +50,16 @@ class Speller:
 
     def _nearest(self, key: str) -> str | None:
         limit = max_edits(key)
-        best = extract(key, self.targets, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=2)
+        best = [hit for hit in extract(key, self.targets, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None)
+                if len(key) > MIN_LENGTH or self._short_typo(key, hit[0])]
         if not best or (len(best) > 1 and best[1][1] == best[0][1]):
             return None
         word, distance, _ = best[0]
-        if len(key) <= MIN_LENGTH and (word in self._weak or (len(word) <= len(key) and sorted(word) != sorted(key))):
-            return None  # a three-letter word may lack a letter ("tre") or swap two ("teh"), never change one ("idk")
         return word if distance < len(key) - 1 else None
+
+    def _short_typo(self, key: str, word: str) -> bool:
+        """A three-letter word may lack a letter ("tre") or swap two ("teh"), never change one ("idk")."""
+        return word not in self._weak and (len(word) > len(key) or sorted(word) == sorted(key))
 
     def _clipped(self, key: str) -> str | None:
         stems = [key] + [key[: -len(end)] for end in DIMINUTIVE_ENDINGS if key.endswith(end)]

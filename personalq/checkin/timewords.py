@@ -40,10 +40,11 @@ _REL_YEAR = r"(?:of\s+)?(?:last|this)\s+(?:year|yr)"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
 _POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
           rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
-_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUM = r"(?:\d+|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(day|week|wk|month|year|yr)"  # "this yr", "past 2 wks": the chat abbreviations of a unit
 _UNIT_NAMES = {"wk": "week", "yr": "year"}
-_COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {"a": 1, "an": 1}
+_COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {
+    "a": 1, "an": 1, "couple": 2, "few": 3}  # "the past couple of weeks", "a few days ago"
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
 # Order matters: longer, more specific phrases first; each match consumes its characters.
@@ -271,7 +272,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "rolling":
         count = m.group(1).lower()
-        count = int(count) if count.isdigit() else _COUNT_WORDS.get(count, 1)
+        count = int(count) if count.isdigit() else _COUNT_WORDS.get(re.sub(r"^a\s+|\s+of$", "", count), 1)
         start, _ = _day(now - relativedelta(**{_unit(m.group(2)) + "s": count}))
         return TimeWindow(words, start, None)
     if kind == "month_rel_year":
@@ -293,6 +294,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return None if moment is None else TimeWindow(words, *_day(moment))
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
+        phrase = re.sub(r"^(?:a\s+)?couple(?:\s+of)?\b", "2", phrase)  # "a couple of weeks ago"; "a few" is no date
         phrase = re.sub(r"\w+$", lambda unit: _unit(unit.group()), phrase)
         if phrase.startswith("this "):
             return TimeWindow(words, *_span(now, phrase.split()[1]))

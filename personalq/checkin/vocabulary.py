@@ -35,7 +35,8 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta".split()
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta "
+    "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt".split()  # "ive", "isnt": no apostrophe typed
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
 # the card shows and never name a subject of their own. A hand list, for the reason above.
@@ -262,9 +263,14 @@ class CatalogVocabulary:
         without WordNet every word is taken to."""
         return self.lexicon is None or self.lexicon.names_thing(word)
 
-    def thing_misspelled_as(self, word: str) -> str | None:
-        """The noun for a thing a non-word misspells ("peacok"); without WordNet none."""
-        return self.lexicon.thing_misspelled_as(word) if self.lexicon is not None else None
+    def thing_meant_by(self, word: str) -> str | None:
+        """The noun for a thing a non-word misspells ("peacok") or is a pet form of ("froggy"); without WordNet none."""
+        lex = self.lexicon
+        return lex.misspelled_noun(word, lex.names_thing) or lex.pet_form_of(word) if lex is not None else None
+
+    def medium_meant_by(self, word: str) -> str | None:
+        """The medium a non-word misspells ("wotercolor"); without WordNet none."""
+        return self.lexicon.misspelled_noun(word, self.lexicon.names_medium) if self.lexicon is not None else None
 
     def names_creature(self, word: str) -> bool:
         """Whether an unknown word names an animal, a person, a plant or an imaginary being; without WordNet none does."""
@@ -584,6 +590,8 @@ class CatalogVocabulary:
         subject = attribute == "subject"
         word = phrase.replace(" ", "_")
         mine, theirs = (lex.senses(word) if subject else lex.usual_senses(word)), lex.senses(label.replace(" ", "_"))
+        if not theirs and attribute == "style" and label.count(" ") == 1:  # a two-word style WordNet lacks is a kind of its head noun
+            theirs = lex.senses(label.split()[1])
         if not mine or not theirs:
             return False
         reach = LEXICON_MAX_UP
