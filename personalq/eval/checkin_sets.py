@@ -27,12 +27,13 @@ EXTRA = "extra"
 """More tuning requests, written after the test split was first scored (its failures unread), over the
 two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `cove`, `tarn`, `bramble`,
 `sedge`, `scree`, `loam`, `gorse`, `marl`, `silt`, `tor`, `fen`, `crag`, `knoll`, `holt`, `wold`, `rill`,
-`carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw`, `haugh`, `rigg`, `howe` and `nab`; read
-freely, like dev. Not
+`carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw`, `haugh`, `rigg`, `howe`, `nab`, `keld`,
+`mere` and `scar`; read freely, like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
                   "scree", "loam", "gorse", "marl", "silt", "tor", "fen", "crag", "knoll", "holt", "wold", "rill",
-                  "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh", "rigg", "howe", "nab")
+                  "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh", "rigg", "howe", "nab",
+                  "keld", "mere", "scar")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
