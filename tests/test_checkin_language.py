@@ -1301,8 +1301,10 @@ def test_the_group_just_above_a_creature_is_no_name_for_it_unless_its_name_is_bu
     (("the kite on the quay", "actually the one before that"), "select", {"kite-2"}),
     (("the pastel kite", "what other gouache ones do i have"), "clarify", {"kite-2", "ocarina-1"}),
     (("dunno, you choose",), "clarify", {e["id"] for e in CATALOG}),          # chat, not a pet form of anything
+    (("the kite i use like constantly",), "select", {"kite-1"}),
+    (("the kite i haven't used in over a week",), "select", {"kite-1"}),  # last used before June 23, never-used ones aside
 ])
-def test_phrasings_a_twentieth_stranger_batch_showed(checkin, messages, action, expected):
+def test_phrasings_the_twentieth_and_twenty_second_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
 
 
@@ -1313,10 +1315,16 @@ def test_a_typo_of_a_short_word_is_read_among_the_corrections_it_may_be():
     assert Speller(["the", "ten"], [], None).correct("teh") == "the"
 
 
-def test_a_style_wordnet_lacks_is_no_synonym_of_a_sibling_of_its_head_noun(tmp_path_factory):
-    """WordNet lacks "oil pastel", but its head is a pastel drawing, no painting: "oil painting" is a no-match."""
+@pytest.mark.parametrize("style, place, message, action, expected", [
+    ("batik", "hot spring", "the lamp in the hot spring", "select", {"lamp-1"}),  # a season word inside a catalog place
+    ("op art", "quay", "the pop art lamp", "no_match", {"pop"}),  # WordNet knows "Pop Art" only capitalised: still no op art
+    ("oil pastel", "quay", "oil painting of the lamp", "no_match", {"oil painting", "painting"}),  # no sibling of the head noun
+])
+def test_near_words_of_one_lamps_look_or_place(tmp_path_factory, style, place, message, action, expected):
+    """A style WordNet lacks ("oil pastel") is compared with near styles by its head noun (a pastel
+    drawing is no painting); a style WordNet names only capitalised is still no sibling's synonym."""
     lamps = checkin_over([
-        entry("lamp-1", "lamp", "oil pastel", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
-        entry("lamp-2", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp.", 2, 0),
-    ], tmp_path_factory, "oil-pastel")
-    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("oil painting of the lamp",), "no_match", {"oil painting", "painting"})
+        entry("lamp-1", "lamp", style, place, "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 2, 0),
+    ], tmp_path_factory, f"lamps-{style}-{place}")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, (message,), action, expected)

@@ -46,7 +46,7 @@ _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:it\s+)?(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run)|"
@@ -170,7 +170,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
     text = _SHORT_YEAR.sub(lambda m: str(now.year // 100 * 100 + int(m.group(1))), text)
     intent = Intent(text)
-    taken = _time_version_order(intent, now)
+    taken = _time_version_order(intent, now, vocabulary)
     for m in [*_SETTING_VERB.finditer(text), *_HEDGE.finditer(text)]:  # "set in the forest", "pretty sure": no constraint of their own
         taken[m.start():m.end()] = [True] * (m.end() - m.start())
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
@@ -533,7 +533,7 @@ class _Scan:
         return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)
 
 
-def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
+def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabulary) -> list[bool]:
     """Time, version and order phrases first: they hold digits and words ("first") terms must not take."""
     text = intent.text
     taken = [False] * len(text)
@@ -542,6 +542,8 @@ def _time_version_order(intent: Intent, now: datetime) -> list[bool]:
         taken[start:end] = [True] * (end - start)
 
     for window, start, end in find_time_phrases(text, now):
+        if _part_of_a_term(text, start, end, vocabulary):
+            continue  # a season word typed as part of a catalog place or style is that term, no season
         used = bool(_USED_BEFORE.search(text[:start])) or window.words.lower().startswith("used")
         intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
         take(start, end)
@@ -617,6 +619,14 @@ _OR = re.compile(r"\s*(?:,?\s*(?:or|and/or)|/|,)\s*(?:(?:the|a)\s+)?$", re.I)  #
 # "2nd or 3rd version", "version 1 or 2": a bare number or ordinal on either side of "or" names a version too.
 _LEFT_ALTERNATIVE = re.compile(r"\b(?:v\.?\s?)?(\d{1,2})(?:st|nd|rd|th)?\s*(?:or|/)\s*$|\b(" + "|".join(_ORDINALS) + r")\s+or\s+$", re.I)
 _RIGHT_ALTERNATIVE = re.compile(r"\s*(?:or|/)\s*(?:v\.?\s?)?(\d{1,2})\b", re.I)
+
+
+def _part_of_a_term(text: str, start: int, end: int, vocabulary: CatalogVocabulary) -> bool:
+    """Whether the words at start..end and the word right before or after them are a catalog term."""
+    words = term_key(text[start:end])
+    before, after = re.search(r"(\w+)[\s-]+$", text[:start]), re.match(r"[\s-]+(\w+)", text[end:])
+    joined = ([(*term_key(before.group(1)), *words)] if before else []) + ([(*words, *term_key(after.group(1)))] if after else [])
+    return any(key in table for key in joined for table in vocabulary.terms.values())
 
 
 def _version_alternatives(intent: Intent, taken: list[bool]) -> None:

@@ -54,6 +54,9 @@ PATTERNS = [
     # "haven't used since march 2025": last used then (the window's words start at "used")
     ("not_since", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?since\s+"
                              rf"(?:the\s+)?({_POINT}))\b", re.I)),
+    # "haven't used in over a year", "not used in 3 months": last used before that long ago
+    ("not_within", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?(?:in|for)\s+"
+                              rf"(?:over\s+|more\s+than\s+|the\s+(?:past|last)\s+)?({_NUM})\s+{_UNIT}s?)\b", re.I)),
     # "from 2025 or later", "march onwards", "from 2025 on", "2024 or earlier": the point and all after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
                               rf"earlier|before|older|prior)|(onwards?|forwards?|on(?!\s+\w)))\b", re.I)),
@@ -264,6 +267,12 @@ def _latest(which: str, month: int, months: int, now: datetime) -> tuple[datetim
     return first, first + relativedelta(months=months)
 
 
+def _count(words: str) -> int:
+    """"3", "three", "a couple of": how many units a span counts."""
+    words = words.lower()
+    return int(words) if words.isdigit() else _COUNT_WORDS.get(re.sub(r"^a\s+|\s+of$", "", words), 1)
+
+
 def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     words = m.group(0).strip()
     if kind == "between":  # "between march and september last year": the year belongs to both
@@ -271,14 +280,14 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         bounds = _between(m.group(1), last, now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "rolling":
-        count = m.group(1).lower()
-        count = int(count) if count.isdigit() else _COUNT_WORDS.get(re.sub(r"^a\s+|\s+of$", "", count), 1)
-        start, _ = _day(now - relativedelta(**{_unit(m.group(2)) + "s": count}))
+        start, _ = _day(now - relativedelta(**{_unit(m.group(2)) + "s": _count(m.group(1))}))
         return TimeWindow(words, start, None)
     if kind == "month_rel_year":
         year = now.year - (m.group(2).lower() == "last")
         first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))
+    if kind == "not_within":
+        return TimeWindow(m.group(1), None, _day(now - relativedelta(**{_unit(m.group(3)) + "s": _count(m.group(2))}))[0])
     if kind == "not_since":
         span = _point_span(m.group(2), now)
         return None if span is None else TimeWindow(m.group(1), *span)

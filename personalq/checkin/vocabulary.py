@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -51,6 +52,7 @@ MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 # The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
 BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
+SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
 # "in snowy weather": a place word this few steps above the request's own place
 # only restates it (snow is weather two steps down).
 PLACE_ABOVE_MAX_UP = 3
@@ -511,13 +513,23 @@ class CatalogVocabulary:
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             if contained or clipped or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
-            elif len(phrase) >= 5:
+            elif len(phrase) >= 5 and not self._distinct_nouns(phrase, label):
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
             else:
                 continue
             if ratio > best_ratio or (best is None and ratio >= best_ratio):
                 best, best_ratio = (attribute, key, ratio), ratio
         return best
+
+    def _distinct_nouns(self, phrase: str, label: str) -> bool:
+        """Whether WordNet knows both as nouns of no shared sense that differ from their first letters:
+        two art movements one letter apart are no spellings of each other, while "watercolour" is one of
+        "watercolor" and "oil paint" a form of "oil painting" (derived forms differ at their ends)."""
+        lex = self.lexicon
+        if lex is None or len(os.path.commonprefix([phrase, label])) >= SPELLING_SHARED_START:
+            return False
+        mine, theirs = set(lex.senses(phrase.replace(" ", "_"))), set(lex.senses(label.replace(" ", "_")))
+        return bool(mine) and bool(theirs) and not mine & theirs
 
     def _first_of_compound(self, phrase: str, key: tuple[str, ...]) -> bool:
         """Whether a place term is one closed compound starting with the word, its rest a noun of its
@@ -589,7 +601,8 @@ class CatalogVocabulary:
             return False
         subject = attribute == "subject"
         word = phrase.replace(" ", "_")
-        mine, theirs = (lex.senses(word) if subject else lex.usual_senses(word)), lex.senses(label.replace(" ", "_"))
+        mine = lex.senses(word) if subject else lex.usual_senses(word) or lex.senses(word)  # a capitalised name has no usual sense
+        theirs = lex.senses(label.replace(" ", "_"))
         if not theirs and attribute == "style" and label.count(" ") == 1:  # a two-word style WordNet lacks is a kind of its head noun
             theirs = lex.senses(label.split()[1])
         if not mine or not theirs:
