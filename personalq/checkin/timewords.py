@@ -44,7 +44,7 @@ _NUM = r"(?:\d+|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|a|an|one|two|three|four|f
 _UNIT = r"(day|week|wk|month|year|yr)"  # "this yr", "past 2 wks": the chat abbreviations of a unit
 _UNIT_NAMES = {"wk": "week", "yr": "year"}
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {
-    "a": 1, "an": 1, "couple": 2, "few": 3}  # "the past couple of weeks", "a few days ago"
+    "a": 1, "an": 1, "couple": 2, "few": 3}  # "the past couple of weeks", "the past few days"
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
 # Order matters: longer, more specific phrases first; each match consumes its characters.
