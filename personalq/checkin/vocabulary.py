@@ -513,8 +513,10 @@ class CatalogVocabulary:
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             if contained or clipped or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
-            elif len(phrase) >= 5 and not self._distinct_nouns(phrase, label):
+            elif len(phrase) >= 5:
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
+                if ratio >= best_ratio and self._distinct_nouns(phrase, label):  # WordNet asked only of a match that would win
+                    continue
             else:
                 continue
             if ratio > best_ratio or (best is None and ratio >= best_ratio):
