@@ -1328,3 +1328,37 @@ def test_near_words_of_one_lamps_look_or_place(tmp_path_factory, style, place, m
         entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 2, 0),
     ], tmp_path_factory, f"lamps-{style}-{place}")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, (message,), action, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the gouache one", "the ocarina on the quay"), "no_match", {"quay", "gouache"}),  # an offered option, and a place it lacks
+    (("the gouache one", "actually, the ocarina on the quay"), "select", {"ocarina-2"}),  # the question turned down: a new request
+    (("the lake one",), "no_match", {"lake"}),                      # a place the catalog lacks, before "one"
+    (("the kite in colored pencil",), "no_match", {"colored pencil"}),  # what it is drawn with, and its modifier
+    (("the kite in pencil",), "no_match", {"pencil"}),
+    (("a kite photograph that isn't batik",), "no_match", {"photograph"}),  # a photo look the catalog lacks
+])
+def test_phrasings_the_twenty_fourth_stranger_batch_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_a_ruled_out_term_is_said_so_in_the_reason(checkin):
+    result = checkin.ask("kite that isnt batik and isnt gouache", now=NOW)
+    assert result.checkpoint_id == "kite-3" and "not “batik”" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("style, place, other, message, action, expected", [
+    ("sepia photo", "quay", "A lamp.", "the lamp, not the old photo", "select", {"lamp-2"}),  # a photo ruled out, whatever its age
+    ("sepia photo", "quay", "A lamp.", "a real colour photo of the lamp, not sepia", "no_match", {"photo"}),
+    ("etched glass", "quay", "A lamp.", "the stained glass lamp", "no_match", {"stained glass"}),  # another kind of glass
+    ("batik", "garret", "A lamp on a loft bed.", "the lamp in the loft", "select", {"lamp-1"}),  # one synset with the place
+])
+def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_factory, style, place, other, message, action, expected):
+    """A photo ruled out or asked for beside a ruled-out style is a look; a style WordNet lacks is one
+    kind of its head noun and no other; a word one synset with a catalog place names that place even
+    where another card's description has the word."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", style, place, "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", other, 2, 0),
+    ], tmp_path_factory, f"lamps-{style}-{place}-{len(other)}")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, (message,), action, expected)

@@ -211,8 +211,8 @@ class CheckIn:
         return sorted(satisfying, key=lambda i: (rank.get(i, len(rank)), -snap.cards[i].created_at.timestamp()))
 
     def _why(self, intent: Intent) -> str:
-        """The user's words, with the catalog term each synonym was read as: “kitty” (as cat)."""
-        words = [f"“{c.words}”" + ("" if c.exact else f" (as {_term_label(c.value)})") for c in intent.constraints]
+        """The user's words, with the catalog term each synonym was read as: “kitty” (as cat), not “cartoon”."""
+        words = [("not " if c.excluded else "") + f"“{c.words}”" + ("" if c.exact else f" (as {_term_label(c.value)})") for c in intent.constraints]
         return "the only checkpoint that fits " + (", ".join(words) if words else "the request")
 
     def _select(self, request: str, intent: Intent, checkpoint_id: str, reason: str) -> CheckInResult:
@@ -297,6 +297,15 @@ def _options_named(options: list[ClarificationOption], reply: str, vocabulary: C
         o for o in options if any(vocabulary.part_of_a_term(w, o.checkpoint_ids) for w in words - STOP_WORDS)]
 
 
+def _fits_strict_terms(option: ClarificationOption, answer: Intent, snap: CatalogSnapshot) -> bool:
+    """The option fits every catalog term and date the answer names exactly: "the spoon in the cellar"
+    does not answer with the spoon offered when no spoon is in the cellar. Description words, words the
+    catalog lacks and near words for a style or place may miss."""
+    strict = [c for c in answer.constraints if not c.excluded and c.attribute not in ("cue", "unknown")
+              and (c.exact or c.attribute not in ("style", "environment"))]
+    return all(snap.matching(c) & set(option.checkpoint_ids) for c in strict)
+
+
 def _options_fitting_most(options: list[ClarificationOption], answer: Intent, snap: CatalogSnapshot) -> list[ClarificationOption]:
     """The offered options that fit the most of an answer's words where none fits them all: "the
     wooden inlaid one" is the inlaid option, though no card says "wooden". An option must fit every
@@ -305,13 +314,12 @@ def _options_fitting_most(options: list[ClarificationOption], answer: Intent, sn
     the river bend", "the one wading in the water")."""
     wanted = [c for c in answer.constraints if not c.excluded]
     terms = [c for c in wanted if c.attribute not in ("cue", "unknown")]
-    strict = [c for c in terms if c.exact or c.attribute not in ("style", "environment")]
     matching = [(c, snap.matching(c)) for c in wanted]  # once per constraint, not per option
 
     def score(option: ClarificationOption) -> tuple[int, int]:  # terms first: a named style outweighs a detail
-        fits = [c for c, ids in matching if ids & set(option.checkpoint_ids)]
-        if not all(c in fits for c in strict):
+        if not _fits_strict_terms(option, answer, snap):
             return 0, 0
+        fits = [c for c, ids in matching if ids & set(option.checkpoint_ids)]
         return sum(c in terms for c in fits), sum(c not in terms for c in fits)
 
     scores = [score(o) for o in options]
@@ -451,7 +459,7 @@ class Conversation:
             if narrowed.action != "no_match":
                 return narrowed
             self.intent, self.last = before, question
-            named = _options_named(question.options, reply, snap.vocabulary)
+            named = [o for o in _options_named(question.options, reply, snap.vocabulary) if _fits_strict_terms(o, follow, snap)]
             if len(named) != 1:
                 named = _options_fitting_most(question.options, follow, snap)
             if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
@@ -539,6 +547,8 @@ class Conversation:
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         if not new:
             return False
+        if _TURNING_DOWN.match(text) and any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints):
+            return True  # "actually, the cat on the beach": a subject and more, the question or choice turned down
         if all(c.attribute == "unknown" for c in new) and (
                 len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1
                 or len(_options_fitting_most(self.last.options, full, snap)) == 1 and not any(

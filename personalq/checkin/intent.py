@@ -280,30 +280,38 @@ _AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
 _STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
-# "as a photo", "like a real photo", "an actual photo of", "the photo one", "a photographic bear", "no
-# photo": a photograph is how it looks, while "a photo of my dog" only asks for a picture (so "photo"
-# alone is a domain word).
-_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+)photo(?:graph)?\b|\bphotographic\b|"
+# "as a photo", "like a real photo", "an actual colour photo of", "the photo one", "a photographic bear",
+# "no photo": a photograph is how it looks, while "a photo of my dog" only asks for a picture (so
+# "photo" alone is a domain word). "An old photo" is left to the description words around it: which
+# of a catalog's styles are old kinds of photograph, WordNet cannot tell.
+_AS_PHOTO = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)\s+(?:real\s+|actual\s+)?|(?:real|actual)\s+(?:colou?r\s+)?)photo(?:graph)?\b|\bphotographic\b|"
                        r"(?<=\bno\s)photo(?:graph)?s?\b|"
                        r"(?:(?<=\bthe\s)|(?<=\ba\s))photo(?:graph)?(?=[\s-]+(?:one|ones|version|style|look)\b)", re.I)  # not "the old scratchy photo one"
 
 
-# "the bear photo", "the bear photo at the beach": a photo right after its subject is the look
-_SUBJECT_PHOTO = re.compile(r"\s+(photo(?:graph)?s?)(?=\s*(?:$|[,.!?;]|(?:at|in|on|by|from|with|near)\b))", re.I)
+# "not the old photo", "without a photo look": a photo ruled out is a look, whatever its age
+_NOT_PHOTO = re.compile(r"\b(?:no|not|without)\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?(photo(?:graph)?s?)\b", re.I)
+
+# "the bear photo", "the bear photo at the beach", "the bear photo that i made": a photo right after its subject is the look
+_SUBJECT_PHOTO = re.compile(r"\s+(photo(?:graph)?s?)(?=\s*(?:$|[,.!?;]|(?:at|in|on|by|from|with|near|that|thats|which)\b))", re.I)
 
 
 def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:
     """A photograph asked for as a look is the catalog's photorealistic style, or one it lacks; beside
-    another style only when ruled out with it ("no paper, no photo")."""
+    another style only when one of them is ruled out ("no paper, no photo"; "a real colour photo" where
+    the catalog's one photo style is ruled out asks for a photo it lacks)."""
     subject = intent.subject
     after = _SUBJECT_PHOTO.match(scan.text, subject.end) if subject else None
-    photo = _AS_PHOTO.search(scan.text)
-    span = photo.span() if photo else after.span(1) if after else None
-    if span is None or "style" in scan.found and not _EXCLUSION.search(scan.text[:span[0]]):
+    photo = _AS_PHOTO.search(scan.text) or _NOT_PHOTO.search(scan.text)
+    span = photo.span(photo.lastindex or 0) if photo else after.span(1) if after else None
+    if span is None:
+        return False
+    ruled_out = {c.value for c in intent.constraints if c.attribute == "style" and _EXCLUSION.search(scan.text[:c.start])}
+    if "style" in scan.found and not (ruled_out or _EXCLUSION.search(scan.text[:span[0]])):
         return False
     start, end = span
     hit = next((h for h in map(vocabulary.similar, ("photorealistic", "photo")) if h and h[0] == "style"), None)  # or an "old photo" style
-    attribute, value = hit[:2] if hit else ("unknown", "photo")
+    attribute, value = hit[:2] if hit and hit[1] not in ruled_out else ("unknown", "photo")
     intent.constraints.append(Constraint(attribute, value, scan.text[start:end], start, end, exact=attribute == "unknown"))
     return True
 
@@ -319,9 +327,9 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
         in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key))  # "in wotercolor"
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
-        if pair and after_in and vocabulary.names_compound_matter(f"{tok.key} {pair.key}"):
+        if pair and after_in and (vocabulary.names_compound_matter(f"{tok.key} {pair.key}") or vocabulary.names_medium(pair.key)):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
-            return  # "a dog in cast iron": one noun for a material, said as what it is made in
+            return  # "a dog in cast iron": one noun for a material, said as what it is made in; "in felt pen"
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "water painting": watercolour
@@ -332,8 +340,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
             return
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():
-        words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]
-        if vocabulary.looks_like_style(words.lower()):
+        words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
+        if vocabulary.looks_like_style(words.lower()) or len(span) == 2 and vocabulary.names_compound_matter(words.lower()):
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
     for j in reversed(before):  # "neon cyberpunk toy": any of the words before it may name its material
@@ -382,7 +390,7 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         return
 
 
-_SCENE_AFTER = re.compile(r"[\s-]+(?:scene|shot|pic|picture|image|setting|backdrop|background)s?\b", re.I)  # "a river scene"
+_SCENE_AFTER = re.compile(r"[\s-]+(?:scene|shot|pic|picture|image|setting|backdrop|background|one)s?\b", re.I)  # "a river scene", "the lake one"
 # "printed in", "done in", "drawn in": what follows is what the picture was made in
 _MADE_IN = re.compile(r"\b\w+(?:ed|en|wn|ne)\s+in\s+$", re.I)
 
@@ -746,8 +754,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
     # "over the sand": a place slot holding what one catalog place is made of names that place, even
-    # where a description has the word too; "a sand dollar" is one noun, no place
-    matter = {j: hit for j in content if in_place_slot(scan.text, toks[j].start) and (hit := vocabulary.place_made_of(toks[j].key))
+    # where a description has the word too, as does another name of a catalog place ("in the loft" for a garret
+    # where a card says "loft bed"); "a sand dollar" is one noun, no place
+    matter = {j: hit for j in content if in_place_slot(scan.text, toks[j].start)
+              and (hit := vocabulary.place_made_of(toks[j].key) or j in cues and vocabulary.place_named_alike(toks[j].key))
               and not (j + 1 in content and vocabulary.is_compound(f"{toks[j].key} {toks[j + 1].key}"))}
     cues -= matter.keys()
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
@@ -787,9 +797,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             if hit and strength > max((p[0] for p in singles), default=0.0) and (
                     hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))
-    for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no subject then
+    for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then
         whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-        proposals = [p for p in proposals if not (p[3] == (b,) and p[1] == "subject" and (whole or ())[:2] != p[1:3])]
+        proposals = [p for p in proposals if not (p[3] == (b,) and (whole or ())[:2] != p[1:3])]
     scan.modifiers |= cues
     resolved: set[int] = set()
     deferred = []

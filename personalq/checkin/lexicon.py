@@ -38,6 +38,7 @@ THING_MIN_DEPTH = 4
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "acrylic")
+WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in pencil", "in crayon")
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
@@ -287,13 +288,14 @@ class WordNet:
         return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
 
     def names_medium(self, word: str) -> bool:
-        """Whether any noun sense of the word is a kind of art or a paint ("in oils", "in charcoal", "in
-        bronze"): after "in", a rarer sense is the one meant. A word usually naming a colour ("in
-        color", "in red") is none, nor is "art" itself; "charcoal" is a colour only in a rarer sense."""
+        """Whether any noun sense of the word is a kind of art, a paint or what one draws with ("in oils",
+        "in charcoal", "in bronze", "in pencil"): after "in", a rarer sense is the one meant. A word
+        usually naming a colour ("in color", "in red") is none, nor is "art" itself; "charcoal" is a
+        colour only in a rarer sense."""
         above = {sense: self.ancestors(sense, 12).keys() for sense in self.senses(word)}
         if any(COLOR in above[sense] for sense in self.usual_senses(word) if sense in above):
             return False
-        return any(ART_FORMS & (a - {sense}) or COLORING_MATERIAL in a - {sense} for sense, a in above.items())
+        return any(ART_FORMS & (a - {sense}) or {COLORING_MATERIAL, WRITING_IMPLEMENT} & (a - {sense}) for sense, a in above.items())
 
     def names_place(self, word: str) -> bool:
         """Whether one of the word's noun senses is a place or weather ("cellar", "ocean", "rain"; "the

@@ -605,12 +605,13 @@ class CatalogVocabulary:
         word = phrase.replace(" ", "_")
         mine = lex.senses(word) if subject else lex.usual_senses(word) or lex.senses(word)  # a capitalised name has no usual sense
         theirs = lex.senses(label.replace(" ", "_"))
-        if not theirs and attribute == "style" and label.count(" ") == 1:  # a two-word style WordNet lacks is a kind of its head noun
+        headed = not theirs and attribute == "style" and label.count(" ") == 1
+        if headed:  # a two-word style WordNet lacks is a kind of its head noun, and another kind of it no spelling of it
             theirs = lex.senses(label.split()[1])
         if not mine or not theirs:
             return False
         reach = LEXICON_MAX_UP
-        if any(a == b or b in lex.ancestors(a, reach) or a in lex.ancestors(b, reach) for a in mine for b in theirs):
+        if any(a == b or a in lex.ancestors(b, reach) or not headed and b in lex.ancestors(a, reach) for a in mine for b in theirs):
             return False
         if attribute == "environment" and any(self._defined_alike(a, b) for a in mine for b in theirs):
             return False
@@ -679,18 +680,10 @@ class CatalogVocabulary:
         usual, every = set(lex.usual_senses(word)), set(lex.senses(word))
         kinds = every | {h for o in every for h in lex.synset(o).hypernyms}
         describes = set() if any(ART_FORMS & lex.ancestors(o, 12).keys() for o in usual) else usual  # "art" itself too
-        if self._term_senses is None:  # once per catalog revision, not per word
-            self._term_senses = {}
-            for attribute in ("style", "environment"):
-                for key in self.terms[attribute]:
-                    theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
-                    if attribute == "environment":  # no place is a creature: "park" is also an explorer, who is no place
-                        theirs = {o for o in theirs if ORGANISM not in lex.ancestors(o, 20)} or theirs
-                    self._term_senses[(attribute, key)] = theirs, {h for o in theirs for h in lex.synset(o).hypernyms}
         for attribute in ("style", "environment"):
             same, broader = set(), set()
             for key in self.terms[attribute]:
-                theirs, parents = self._term_senses[(attribute, key)]
+                theirs, parents = self._term_sense_table()[(attribute, key)]
                 if theirs & (usual if attribute == "style" else kinds):
                     same.add(key)
                 elif (every if attribute == "environment" else describes) & parents:
@@ -747,6 +740,28 @@ class CatalogVocabulary:
     def describes_a_style(self, word: str) -> bool:
         """Whether a typed word reads as one catalog style by WordNet's definitions ("stitched", "dyed")."""
         return self._style_by_definition(word) is not None
+
+    def _term_sense_table(self) -> dict[tuple[str, tuple[str, ...]], tuple[set[int], set[int]]]:
+        """(attribute, style or place term) -> its WordNet senses and their direct hypernyms, built once
+        per catalog revision, not per word."""
+        if self._term_senses is None:
+            lex, self._term_senses = self.lexicon, {}
+            for attribute in ("style", "environment"):
+                for key in self.terms[attribute]:
+                    theirs = set(lex.senses(self.labels[(attribute, key)].replace(" ", "_")))
+                    if attribute == "environment":  # no place is a creature: "park" is also an explorer, who is no place
+                        theirs = {o for o in theirs if ORGANISM not in lex.ancestors(o, 20)} or theirs
+                    self._term_senses[(attribute, key)] = theirs, {h for o in theirs for h in lex.synset(o).hypernyms}
+        return self._term_senses
+
+    def place_named_alike(self, word: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The one catalog place whose sense the word's usual sense is: "loft" is one synset with
+        "garret", so "in the loft" is in the garret even where a description says "loft bed"."""
+        if self.lexicon is None or self.exact((word,)):
+            return None
+        usual = set(self.lexicon.usual_senses(word))
+        places = [key for (attribute, key), (theirs, _) in self._term_sense_table().items() if attribute == "environment" and theirs & usual]
+        return ("environment", places[0], LEXICON_STRENGTH) if len(places) == 1 else None
 
     def place_made_of(self, word: str) -> tuple[str, tuple[str, ...], float] | None:
         """The one catalog place WordNet defines as made of the word: a beach is "an area of sand sloping
