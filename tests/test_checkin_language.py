@@ -1352,6 +1352,7 @@ def test_a_ruled_out_term_is_said_so_in_the_reason(checkin):
     ("sepia photo", "quay", "A lamp.", "a real colour photo of the lamp, not sepia", "no_match", {"photo"}),
     ("etched glass", "quay", "A lamp.", "the stained glass lamp", "no_match", {"stained glass"}),  # another kind of glass
     ("batik", "garret", "A lamp on a loft bed.", "the lamp in the loft", "select", {"lamp-1"}),  # one synset with the place
+    ("cross-hatching", "quay", "A lamp.", "the crosshatched lamp", "select", {"lamp-1"}),  # one stem, other endings
 ])
 def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_factory, style, place, other, message, action, expected):
     """A photo ruled out or asked for beside a ruled-out style is a look; a style WordNet lacks is one

@@ -53,6 +53,9 @@ MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
 SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
+# "papermarbled" of "paper-marbling", "quilted" of "quilting": endings two forms of one style word may differ by
+DERIVED_ENDINGS = re.compile(r"(?:ing|ed|d|ism|ist|y|s)$")
+DERIVED_MIN_STEM = 5
 # "in snowy weather": a place word this few steps above the request's own place
 # only restates it (snow is weather two steps down).
 PLACE_ABOVE_MAX_UP = 3
@@ -156,6 +159,13 @@ def _survey_shade_of(word: str, colours: tuple[str, ...]) -> str | None:
     if word not in survey or not named:
         return None
     return min(named, key=lambda c: sum((a - b) ** 2 for a, b in zip(survey[word], survey[c])))
+
+
+def _one_stem(word: str, term: str) -> bool:
+    """Whether two words are forms of one stem, by their endings: "papermarbled" of a "paper-marbling"
+    written as one word, "quilted" of "quilting"."""
+    stem = DERIVED_ENDINGS.sub("", word)
+    return " " not in word and word != term and len(stem) >= DERIVED_MIN_STEM and stem == DERIVED_ENDINGS.sub("", term)
 
 
 class CatalogVocabulary:
@@ -511,7 +521,7 @@ class CatalogVocabulary:
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
                             for part in key)
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
-            if contained or clipped or attribute == "environment" and self._first_of_compound(phrase, key):
+            if contained or clipped or _one_stem(phrase, "".join(key)) or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
             elif len(phrase) >= 5:
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
