@@ -1363,3 +1363,13 @@ def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_fa
         entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", other, 2, 0),
     ], tmp_path_factory, f"lamps-{style}-{place}-{len(other)}")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, (message,), action, expected)
+
+
+def test_an_answer_may_name_an_offered_option_by_a_word_far_above_it(tmp_path_factory):
+    """A bassoon is five WordNet steps below musical instruments: among the options offered, "the
+    instrument" names it."""
+    things = checkin_over([
+        entry("bassoon-1", "bassoon", "batik", "quay", "2024-02-01T12:00:00Z", "A bassoon.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
+    ], tmp_path_factory, "bassoon-lamp")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the batik one", "the instrument"), "select", {"bassoon-1"})

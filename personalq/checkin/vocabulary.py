@@ -67,6 +67,7 @@ PLACE_ABOVE_MAX_UP = 3
 # keeps only the senses its own cards agree on, those within LEXICON_SENSE_DEPTH steps of a sense of
 # the category (or sub-type) named beside it: cats that are tabby cats are not WordNet's "guy" sense.
 LEXICON_MAX_UP = 3
+OPTION_MAX_UP = 8  # an answer's word may name an offered option this far above it ("the animal" for a kind of pig)
 # A subject the embedder puts near a catalog subject is turned down when WordNet files both as kinds
 # of one thing at most SIBLING_UP steps up and neither as the other (wolf and dog, donkey and horse).
 SIBLING_UP = 2
@@ -378,12 +379,14 @@ class CatalogVocabulary:
         return any(senses & self.lexicon.ancestors(o, PLACE_ABOVE_MAX_UP).keys() for o in self.lexicon.senses(label))
 
     def names_in_any_sense(self, word: str, label: str) -> bool:
-        """Whether a sense of the word, rare ones too, is a sense of the label or at most LEXICON_MAX_UP
-        hypernym steps above one ("machine" for a car, "bird" for a kind of it); without WordNet none is."""
+        """Whether a sense of the word, rare ones too, is a sense of the label or at most OPTION_MAX_UP
+        hypernym steps above one ("machine" for a car, "bird" for a kind of it, "instrument" for a
+        reed pipe five steps below musical instruments); without WordNet none is. Only the few options
+        a question offered are weighed, so a broad word may name one of them."""
         if self.lexicon is None:
             return False
         senses = set(self.lexicon.senses(word))
-        return bool(senses) and any(senses & self.lexicon.ancestors(o, LEXICON_MAX_UP).keys()
+        return bool(senses) and any(senses & self.lexicon.ancestors(o, OPTION_MAX_UP).keys()
                                     for o in self.lexicon.senses(label.replace(" ", "_")))
 
     def part_of_a_term(self, word: str, ids: Collection[str]) -> bool:
