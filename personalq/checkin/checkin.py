@@ -18,7 +18,7 @@ from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
 from personalq.checkin.timewords import TimeWindow
-from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, term_key, tokens
+from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, norm, term_key, tokens
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
@@ -547,8 +547,9 @@ class Conversation:
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         if not new:
             return False
-        if _TURNING_DOWN.match(text) and any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints):
-            return True  # "actually, the cat on the beach": a subject and more, the question or choice turned down
+        if _TURNING_DOWN.match(text) and (any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints)
+                                          or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)):
+            return True  # "actually, the cat on the beach", "no, show me the cats": the question or choice turned down
         if all(c.attribute == "unknown" for c in new) and (
                 len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1
                 or len(_options_fitting_most(self.last.options, full, snap)) == 1 and not any(
