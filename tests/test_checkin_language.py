@@ -1334,6 +1334,7 @@ def test_near_words_of_one_lamps_look_or_place(tmp_path_factory, style, place, m
     (("the gouache one", "the ocarina on the quay"), "no_match", {"quay", "gouache"}),  # an offered option, and a place it lacks
     (("the gouache one", "actually, the ocarina on the quay"), "select", {"ocarina-2"}),  # the question turned down: a new request
     (("the gouache one", "no, show me the ocarinas"), "clarify", {"ocarina-1", "ocarina-2"}),  # all of them, turned down
+    (("the batik kite but not the first one",), "no_match", {"first", "batik"}),  # the one fit is the first
     (("the lake one",), "no_match", {"lake"}),                      # a place the catalog lacks, before "one"
     (("the kite in colored pencil",), "no_match", {"colored pencil"}),  # what it is drawn with, and its modifier
     (("the kite in pencil",), "no_match", {"pencil"}),

@@ -162,7 +162,7 @@ class CheckIn:
             satisfying = satisfying - ids if c.excluded else satisfying & ids
         if len(cues) > 1:
             satisfying = _most_cues(satisfying, cues)
-        if intent.ruled_out_order and len(satisfying) > 1:
+        if intent.ruled_out_order and (len(satisfying) > 1 or pool is None):  # an answer keeps its one offered fit
             # "mountain v1 or v2, not the newest": the newest mountain, which the rest may already rule out
             field_name, pick = intent.ruled_out_order
             scope = set(base).intersection(*(ids for c, ids in sets if c.attribute == "subject" and not c.excluded))
