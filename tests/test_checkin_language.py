@@ -1335,6 +1335,7 @@ def test_near_words_of_one_lamps_look_or_place(tmp_path_factory, style, place, m
     (("the gouache one", "actually, the ocarina on the quay"), "select", {"ocarina-2"}),  # the question turned down: a new request
     (("the gouache one", "no, show me the ocarinas"), "clarify", {"ocarina-1", "ocarina-2"}),  # all of them, turned down
     (("the batik kite but not the first one",), "no_match", {"first", "batik"}),  # the one fit is the first
+    (("the rococo kite",), "no_match", {"rococo"}),                 # WordNet's artistic style, before the subject
     (("the lake one",), "no_match", {"lake"}),                      # a place the catalog lacks, before "one"
     (("the kite in colored pencil",), "no_match", {"colored pencil"}),  # what it is drawn with, and its modifier
     (("the kite in pencil",), "no_match", {"pencil"}),
@@ -1355,6 +1356,7 @@ def test_a_ruled_out_term_is_said_so_in_the_reason(checkin):
     ("etched glass", "quay", "A lamp.", "the stained glass lamp", "no_match", {"stained glass"}),  # another kind of glass
     ("batik", "garret", "A lamp on a loft bed.", "the lamp in the loft", "select", {"lamp-1"}),  # one synset with the place
     ("cross-hatching", "quay", "A lamp.", "the crosshatched lamp", "select", {"lamp-1"}),  # one stem, other endings
+    ("batik", "quay", "A lamp under wall art.", "the art deco lamp", "no_match", {"deco"}),  # a movement, "art" a card's word
 ])
 def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_factory, style, place, other, message, action, expected):
     """A photo ruled out or asked for beside a ruled-out style is a look; a style WordNet lacks is one

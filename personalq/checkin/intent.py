@@ -318,7 +318,8 @@ def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> b
 
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
-    words right before the subject that read as a style ("graffiti sled", "anime lynx"),
+    words right before the subject that read as a style ("graffiti sled", "anime lynx") or that WordNet
+    files as an artistic movement or style ("a rococo sled"),
     ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art")."""
     for j in unknown:
         tok = scan.toks[j]
@@ -341,7 +342,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     before = _right_before_subject(intent, scan, unknown)
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
-        if vocabulary.looks_like_style(words.lower()) or len(span) == 2 and vocabulary.names_compound_matter(words.lower()):
+        if vocabulary.looks_like_style(words.lower()) or vocabulary.names_art_style(words.lower()) \
+                or len(span) == 2 and vocabulary.names_compound_matter(words.lower()):
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
     for j in reversed(before):  # "neon cyberpunk toy": any of the words before it may name its material

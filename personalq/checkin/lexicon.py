@@ -38,6 +38,8 @@ THING_MIN_DEPTH = 4
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "acrylic")
+# artistic_movement.n.01, artistic_style.n.01, architectural_style.n.01: "cubism", "rococo", "gothic"
+ART_STYLES = frozenset({8466643, 4929422, 5841351})
 WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in pencil", "in crayon")
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
@@ -281,6 +283,11 @@ class WordNet:
     def names_animal(self, word: str) -> bool:
         """Whether the word's usual noun sense is an animal (a creature that is no plant)."""
         return any(ANIMAL in self.ancestors(s, 20) for s in self.usual_senses(word))
+
+    def names_art_style(self, word: str) -> bool:
+        """Whether a noun sense of the word, a rarer one too, is an artistic movement or style ("deco",
+        "rococo", "gothic"): said of a thing to draw, that is how it looks."""
+        return any(ART_STYLES & (self.ancestors(sense, 6).keys() - {sense}) for sense in self.senses(word))
 
     def names_art_form(self, word: str) -> bool:
         """Whether the word's usual noun sense is a kind of art or drawing ("fresco", "sketch", "etching");

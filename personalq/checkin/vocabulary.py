@@ -299,6 +299,10 @@ class CatalogVocabulary:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
 
+    def names_art_style(self, word: str) -> bool:
+        """Whether WordNet knows the word as an artistic movement or style; without WordNet none is."""
+        return self.lexicon is not None and self.lexicon.names_art_style(word.replace(" ", "_"))
+
     def names_medium(self, word: str) -> bool:
         """Whether an unknown word names a medium in any sense ("oils", "charcoal"); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_medium(word)
