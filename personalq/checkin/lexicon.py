@@ -38,7 +38,7 @@ THING_MIN_DEPTH = 4
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
 COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "acrylic")
-# artistic_movement.n.01, artistic_style.n.01, architectural_style.n.01: "cubism", "rococo", "gothic"
+# artistic_movement.n.01, artistic_style.n.01, architectural_style.n.01: "deco", "rococo", "gothic"
 ART_STYLES = frozenset({8466643, 4929422, 5841351})
 WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in pencil", "in crayon")
 # location.n.01, body_of_water.n.01, geological_formation.n.01, structure.n.01 (buildings, rooms,
