@@ -384,8 +384,8 @@ class CatalogVocabulary:
 
     def names_in_any_sense(self, word: str, label: str) -> bool:
         """Whether a sense of the word, rare ones too, is a sense of the label or at most OPTION_MAX_UP
-        hypernym steps above one ("machine" for a car, "bird" for a kind of it, "music maker" for a
-        kind of woodwind five steps below musical instruments); without WordNet none is. Only the few options
+        hypernym steps above one ("machine" for a car, "bird" for a kind of it, a word for musical
+        instruments, five steps above a kind of woodwind); without WordNet none is. Only the few options
         a question offered are weighed, so a broad word may name one of them."""
         if self.lexicon is None:
             return False
