@@ -58,6 +58,9 @@ def test_the_catalog_vocabulary_appears_nowhere_in_the_checkin_code():
     ("an ocarina that is not from 2025", "ocarina-2"),
     ("the ocarina i used back in may", "ocarina-1"),  # "used" a few words before the date still means last used
     ("kite made before october last year", "kite-1"),  # a bound on a month of a named year
+    ("the kite i used on the 20th", "kite-1"),         # a day of the latest month that has had it, no 20th version
+    ("kite made on the 8th of september", "kite-1"),
+    ("the kite i used on the 28th of this month", "kite-2"),
     ("kite between august and october last year", "kite-1"),  # "last year" belongs to both months
 ])
 def test_dates_as_people_type_them(checkin, text, expected):

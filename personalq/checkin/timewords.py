@@ -65,6 +65,9 @@ PATTERNS = [
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
     # "in the last week", "over the past month": the week up to now, where "last week" is the calendar one
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+|during\s+)?the\s+(?:past|last|previous)\s+(){_UNIT}\b(?!\s+(?:of|before)\b)", re.I)),
+    # "used on the 5th", "the 5th of this month", "on the 3rd of march": a day of a month, no version
+    ("day_of_month", re.compile(rf"\bon\s+the\s+({_DAY_OF_MONTH})(?:\s+of\s+(?:(this|last)\s+month|({_MONTH})))?\b", re.I)),
+    ("day_of_month", re.compile(rf"\bthe\s+({_DAY_OF_MONTH})\s+of\s+(?:(this|last)\s+month|({_MONTH}))\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+(?:year|yr)\b", re.I)),
     # "around christmas", "right before xmas last year": near the holiday is its month
     ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(around\s+|near\s+|about\s+|(?:right|just)\s+(?:before|after)\s+)?(" + _HOLIDAY
@@ -145,6 +148,16 @@ def _month_number(name: str) -> int:
 def _latest_start(month: int, now: datetime, day: int = 1) -> datetime:
     start = datetime(now.year, month, day, tzinfo=timezone.utc)
     return start if start <= now else start - relativedelta(years=1)
+
+
+def _day_of_month(day: int, which: str | None, month: str | None, now: datetime) -> datetime:
+    """The day of the named month ("of march": its latest past one), of this or last month, or, named
+    alone ("on the 5th"), of the latest month that has had it."""
+    if month:
+        return _latest_start(_month_number(month), now, day)
+    first = _span(now - relativedelta(months=int((which or "").lower() == "last")), "month")[0]
+    moment = first + relativedelta(day=day)
+    return moment - relativedelta(months=1) if which is None and moment > now else moment
 
 
 def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
@@ -298,6 +311,8 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "bound":
         bounds = _bound("since" if m.group(3) else m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)
+    if kind == "day_of_month":
+        return TimeWindow(words, *_day(_day_of_month(int(m.group(1)[:-2]), m.group(2), m.group(3), now)))
     if kind == "date":
         moment = _moment(m.group(1), now)
         return None if moment is None else TimeWindow(words, *_day(moment))
