@@ -1380,3 +1380,13 @@ def test_an_answer_may_name_an_offered_option_by_a_word_far_above_it(tmp_path_fa
         entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
     ], tmp_path_factory, "bassoon-lamp")
     test_phrasings_a_fourth_stranger_batch_showed(things, ("the batik one", "the instrument"), "select", {"bassoon-1"})
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("used on the 31st", "2025-05-31", "2025-06-01"),            # June has no 31st yet: the latest month that had one
+    ("made on the 31st of april", "2025-04-30", "2025-05-01"),   # past the month's end: its last day
+    ("the 3rd of last month", "2025-05-03", "2025-05-04"),
+    ("on the 1st of july", "2024-07-01", "2024-07-02"),          # this July is still to come
+])
+def test_a_day_of_a_month_is_a_date(text, start, end):
+    test_fixed_holidays_are_dates(text, start, end)

@@ -152,12 +152,17 @@ def _latest_start(month: int, now: datetime, day: int = 1) -> datetime:
 
 def _day_of_month(day: int, which: str | None, month: str | None, now: datetime) -> datetime:
     """The day of the named month ("of march": its latest past one), of this or last month, or, named
-    alone ("on the 5th"), of the latest month that has had it."""
+    alone ("on the 5th"), of the latest month that has had it. A day past a month's end ("the 31st of
+    april") is its last day."""
     if month:
-        return _latest_start(_month_number(month), now, day)
+        moment = _latest_start(_month_number(month), now) + relativedelta(day=day)
+        return moment if moment <= now else moment - relativedelta(years=1)
     first = _span(now - relativedelta(months=int((which or "").lower() == "last")), "month")[0]
     moment = first + relativedelta(day=day)
-    return moment - relativedelta(months=1) if which is None and moment > now else moment
+    while which is None and (moment > now or moment.day != day):
+        first -= relativedelta(months=1)
+        moment = first + relativedelta(day=day)
+    return moment
 
 
 def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
@@ -312,7 +317,8 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         bounds = _bound("since" if m.group(3) else m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "day_of_month":
-        return TimeWindow(words, *_day(_day_of_month(int(m.group(1)[:-2]), m.group(2), m.group(3), now)))
+        day = int(m.group(1)[:-2])
+        return TimeWindow(words, *_day(_day_of_month(day, m.group(2), m.group(3), now))) if 1 <= day <= 31 else None
     if kind == "date":
         moment = _moment(m.group(1), now)
         return None if moment is None else TimeWindow(words, *_day(moment))
