@@ -1390,3 +1390,13 @@ def test_an_answer_may_name_an_offered_option_by_a_word_far_above_it(tmp_path_fa
 ])
 def test_a_day_of_a_month_is_a_date(text, start, end):
     test_fixed_holidays_are_dates(text, start, end)
+
+
+def test_ruling_out_a_kind_by_a_broader_word(tmp_path_factory):
+    """"Not the bird" where the one bird is a heron rules out the heron: an alternative set of kinds,
+    not one typed word a description might hold."""
+    things = checkin_over([
+        entry("heron-1", "heron", "batik", "quay", "2024-02-01T12:00:00Z", "A heron.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
+    ], tmp_path_factory, "heron-lamp")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("a batik piece, not the bird",), "select", {"lamp-1"})

@@ -358,7 +358,8 @@ def _exclusions_as_descriptions(sets: list[tuple[Constraint, set[str]]], vocabul
     scope = set.intersection(*wanted) if wanted else set()
     out = []
     for c, ids in sets:
-        word = c.value[0] if c.excluded and c.attribute in vocabulary.ATTRIBUTES and len(c.value) == 1 else None
+        single_word = c.attribute in vocabulary.ATTRIBUTES and not isinstance(c.value, frozenset) and len(c.value) == 1
+        word = c.value[0] if c.excluded and single_word else None  # "not the bird", any of several kinds, is no one word
         if scope and word in vocabulary.cue_words and scope <= ids:
             c, ids = replace(c, attribute="cue", value=word), vocabulary.cue_words[word]
         out.append((c, ids))
