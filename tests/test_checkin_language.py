@@ -61,6 +61,9 @@ def test_the_catalog_vocabulary_appears_nowhere_in_the_checkin_code():
     ("the kite i used on the 20th", "kite-1"),         # a day of the latest month that has had it, no 20th version
     ("kite made on the 8th of september", "kite-1"),
     ("the kite i used on the 28th of this month", "kite-2"),
+    ("the kite i used the day before yesterday", "kite-2"),
+    ("kite made in the second half of 2024", "kite-1"),  # six months, no second version
+    ("the ocarina made befor 2025", "ocarina-2"),        # a typo of "before" is read as it, not dropped before the year
     ("kite between august and october last year", "kite-1"),  # "last year" belongs to both months
 ])
 def test_dates_as_people_type_them(checkin, text, expected):

@@ -156,7 +156,8 @@ def _version_number(m: re.Match) -> int:
 # Words of the request grammar a typo may stand for ("frist", "verison", "lastest").
 _GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "the", "and", "with", "from", "that", "version", "revision",
                             "iteration", "latest", "newest", "oldest", "earliest", "newer", "older", "earlier", "recent", "previous", "used", "never",
-                            "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago"])
+                            "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago",
+                            "before", "after", "since", "until", "between"])
 
 
 _SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})\b")

@@ -68,6 +68,8 @@ PATTERNS = [
     # "used on the 5th", "the 5th of this month", "on the 3rd of march": a day of a month, no version
     ("day_of_month", re.compile(rf"\bon\s+the\s+({_DAY_OF_MONTH})(?:\s+of\s+(?:(this|last)\s+month|({_MONTH})))?\b", re.I)),
     ("day_of_month", re.compile(rf"\bthe\s+({_DAY_OF_MONTH})\s+of\s+(?:(this|last)\s+month|({_MONTH}))\b", re.I)),
+    # "the second half of 2024", "the first half of last year": six months, no second version
+    ("year_half", re.compile(r"\b" + _PREP + r"(?:the\s+)?(first|second|1st|2nd)\s+half\s+of\s+((?:19|20)\d\d|last\s+year|this\s+year)\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+(?:year|yr)\b", re.I)),
     # "around christmas", "right before xmas last year": near the holiday is its month
     ("holiday", re.compile(r"\b" + _PREP + r"(?:on\s+)?(around\s+|near\s+|about\s+|(?:right|just)\s+(?:before|after)\s+)?(" + _HOLIDAY
@@ -75,7 +77,7 @@ PATTERNS = [
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
-    ("day", re.compile(r"\b(?:from\s+)?(today|yesterday)(?:'s)?\b", re.I)),
+    ("day", re.compile(r"\b(?:from\s+)?(today|(?:the\s+)?day\s+before\s+yesterday|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     # not after a possessive: "in its winter coat" is how the subject looks
     ("season", re.compile(r"\b(?<!its\s)(?<!his\s)(?<!her\s)(?<!their\s)" + _PREP
@@ -353,6 +355,11 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         # no year: the latest that has begun
         first = datetime(int(m.group(3)), month, day, tzinfo=timezone.utc) if m.group(3) else _latest_start(month, now, day)
         return TimeWindow(words, first, first + relativedelta(days=10) if day < 21 else first.replace(day=1) + relativedelta(months=1))
+    if kind == "year_half":
+        year = m.group(2).lower()
+        year = int(year) if year.isdigit() else now.year - (year.startswith("last"))
+        first = datetime(year, 1 if m.group(1).lower() in ("first", "1st") else 7, 1, tzinfo=timezone.utc)
+        return TimeWindow(words, first, first + relativedelta(months=6))
     if kind == "year_part":
         first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=4))
