@@ -1363,6 +1363,9 @@ def test_a_ruled_out_term_is_said_so_in_the_reason(checkin):
     ("batik", "garret", "A lamp on a loft bed.", "the lamp in the loft", "select", {"lamp-1"}),  # one synset with the place
     ("cross-hatching", "quay", "A lamp.", "the crosshatched lamp", "select", {"lamp-1"}),  # one stem, other endings
     ("batik", "quay", "A lamp under wall art.", "the art deco lamp", "no_match", {"deco"}),  # a movement, "art" a card's word
+    ("chalk pastel", "quay", "A lamp.", "the lamp in oil pastel", "no_match", {"oil"}),  # another kind of the head noun
+    ("travel poster", "quay", "A lamp.", "the movie poster lamp", "no_match", {"movie poster"}),
+    ("stained glass", "quay", "A lamp.", "the leaded glass lamp", "select", {"lamp-1"}),  # no noun: one thing said twice
 ])
 def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_factory, style, place, other, message, action, expected):
     """A photo ruled out or asked for beside a ruled-out style is a look; a style WordNet lacks is one

@@ -800,6 +800,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             if hit and strength > max((p[0] for p in singles), default=0.0) and (
                     hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))
+    # "pen sketch" where a card says pencil sketch: the head alone names no style the modifier makes another kind of
+    proposals = [p for p in proposals if not (len(p[3]) == 1 and p[1] == "style" and p[3][0] - 1 in content
+                                              and _adjacent(scan.text, toks[p[3][0] - 1:p[3][0] + 1])
+                                              and vocabulary.other_kind_of_style(f"{toks[p[3][0] - 1].key} {toks[p[3][0]].key}", p[2]))]
     for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then
         whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
         proposals = [p for p in proposals if not (p[3] == (b,) and (whole or ())[:2] != p[1:3])]

@@ -299,6 +299,22 @@ class CatalogVocabulary:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
 
+    def other_kind_of_style(self, phrase: str, key: tuple[str, ...]) -> bool:
+        """Whether a two-word phrase names another kind of a two-word style's head noun ("pen sketch"
+        for a pencil sketch)."""
+        return self._other_kind(phrase, self.labels.get(("style", key), ""))
+
+    def _other_kind(self, phrase: str, label: str) -> bool:
+        """Two two-word styles of one head noun whose modifiers are nouns WordNet knows apart name two
+        kinds of it: a film poster is no circus poster, a pen sketch no pencil sketch, whatever MiniLM
+        says. Modifiers that are no nouns may say one thing twice (leaded and painted glass)."""
+        mine, theirs = phrase.split(), label.split()
+        if self.lexicon is None or not (len(mine) == len(theirs) == 2 and norm(mine[1]) == norm(theirs[1])):
+            return False
+        first, other = set(self.lexicon.senses(mine[0])), set(self.lexicon.senses(theirs[0]))
+        return bool(first) and bool(other) and not first & other and self.lexicon.is_mainly_noun(mine[0]) \
+            and self.lexicon.is_mainly_noun(theirs[0])
+
     def names_art_style(self, word: str) -> bool:
         """Whether WordNet knows the word as an artistic movement or style; without WordNet none is."""
         return self.lexicon is not None and self.lexicon.names_art_style(word.replace(" ", "_"))
@@ -525,6 +541,8 @@ class CatalogVocabulary:
             if attribute == "subject":  # "cat" is not "tabby cat": subjects go by meaning only
                 continue
             label = " ".join(key)
+            if attribute == "style" and self._other_kind(phrase, label):
+                continue
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
                             for part in key)
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
@@ -615,6 +633,8 @@ class CatalogVocabulary:
         and shore and beach ("sand sloping down to the water of a sea") are both WordNet's geological
         formations; the ocean is a body of water, and two buildings for different uses share only
         "building"."""
+        if attribute == "style" and self._other_kind(phrase, label):
+            return True
         lex = self.lexicon
         if lex is None:
             return False
