@@ -1366,13 +1366,14 @@ def test_a_ruled_out_term_is_said_so_in_the_reason(checkin):
     ("chalk pastel", "quay", "A lamp.", "the lamp in oil pastel", "no_match", {"oil"}),  # another kind of the head noun
     ("travel poster", "quay", "A lamp.", "the movie poster lamp", "no_match", {"movie poster"}),
     ("stained glass", "quay", "A lamp.", "the leaded glass lamp", "select", {"lamp-1"}),  # no noun: one thing said twice
+    ("needle felt", "quay", "A lamp.", "the wool felt lamp", "select", {"lamp-1"}),  # wool: what its card says it is made of
 ])
 def test_photo_looks_kinds_of_a_head_noun_and_other_names_of_a_place(tmp_path_factory, style, place, other, message, action, expected):
     """A photo ruled out or asked for beside a ruled-out style is a look; a style WordNet lacks is one
     kind of its head noun and no other; a word one synset with a catalog place names that place even
     where another card's description has the word."""
     lamps = checkin_over([
-        entry("lamp-1", "lamp", style, place, "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-1", "lamp", style, place, "2024-02-01T12:00:00Z", "A lamp of wool.", 1, 0),
         entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", other, 2, 0),
     ], tmp_path_factory, f"lamps-{style}-{place}-{len(other)}")
     test_phrasings_a_fourth_stranger_batch_showed(lamps, (message,), action, expected)

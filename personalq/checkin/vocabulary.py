@@ -302,14 +302,17 @@ class CatalogVocabulary:
     def other_kind_of_style(self, phrase: str, key: tuple[str, ...]) -> bool:
         """Whether a two-word phrase names another kind of a two-word style's head noun ("pen sketch"
         for a pencil sketch)."""
-        return self._other_kind(phrase, self.labels.get(("style", key), ""))
+        return key in self.terms["style"] and self._other_kind(phrase, self.labels[("style", key)])
 
     def _other_kind(self, phrase: str, label: str) -> bool:
         """Two two-word styles of one head noun whose modifiers are nouns WordNet knows apart name two
         kinds of it: a film poster is no circus poster, a pen sketch no pencil sketch, whatever MiniLM
-        says. Modifiers that are no nouns may say one thing twice (leaded and painted glass)."""
+        says. Modifiers that are no nouns may say one thing twice (leaded and painted glass), and one a
+        card of the style describes says what it is made of ("wool felt" where its cards say wool)."""
         mine, theirs = phrase.split(), label.split()
         if self.lexicon is None or not (len(mine) == len(theirs) == 2 and norm(mine[1]) == norm(theirs[1])):
+            return False
+        if self.cue_words.get(norm(mine[0]), set()) & self.terms["style"].get(term_key(label), set()):
             return False
         first, other = set(self.lexicon.senses(mine[0])), set(self.lexicon.senses(theirs[0]))
         return bool(first) and bool(other) and not first & other and self.lexicon.is_mainly_noun(mine[0]) \
