@@ -1342,6 +1342,7 @@ def test_near_words_of_one_lamps_look_or_place(tmp_path_factory, style, place, m
     (("the gouache one", "no, show me the ocarinas"), "clarify", {"ocarina-1", "ocarina-2"}),  # all of them, turned down
     (("the batik kite but not the first one",), "no_match", {"first", "batik"}),  # the one fit is the first
     (("the rococo kite",), "no_match", {"rococo"}),                 # WordNet's artistic style, before the subject
+    (("the kites i last used in june",), "clarify", {"kite-1", "kite-2"}),  # when they were used, no order among them
     (("the lake one",), "no_match", {"lake"}),                      # a place the catalog lacks, before "one"
     (("the kite in colored pencil",), "no_match", {"colored pencil"}),  # what it is drawn with, and its modifier
     (("the kite in pencil",), "no_match", {"pencil"}),

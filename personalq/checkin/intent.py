@@ -619,7 +619,10 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
         if any(taken[m.start():m.end()]) or intent.order:
             continue
         word = m.group(1).lower()
-        by_use = _USE_WORDS.search(text) and not any(c.attribute == "used" for c in intent.constraints)
+        dated_use = any(c.attribute == "used" for c in intent.constraints)
+        if dated_use and word == "last" and re.match(r"\s+used\b", text[m.end():], re.I):
+            continue  # "the ones i last used in april": when they were used, no order among them
+        by_use = _USE_WORDS.search(text) and not dated_use
         intent.order = ("used" if by_use else "created", "max" if word.startswith(_NEWEST) else "min")
         intent.order_words = m.group(0)
         take(m.start(), m.end())
