@@ -314,9 +314,7 @@ class CatalogVocabulary:
             return False
         if self.cue_words.get(norm(mine[0]), set()) & self.terms["style"].get(term_key(label), set()):
             return False
-        first, other = set(self.lexicon.senses(mine[0])), set(self.lexicon.senses(theirs[0]))
-        return bool(first) and bool(other) and not first & other and self.lexicon.is_mainly_noun(mine[0]) \
-            and self.lexicon.is_mainly_noun(theirs[0])
+        return self._nouns_apart(mine[0], theirs[0]) and self.lexicon.is_mainly_noun(mine[0]) and self.lexicon.is_mainly_noun(theirs[0])
 
     def names_art_style(self, word: str) -> bool:
         """Whether WordNet knows the word as an artistic movement or style; without WordNet none is."""
@@ -565,10 +563,13 @@ class CatalogVocabulary:
         """Whether WordNet knows both as nouns of no shared sense that differ from their first letters:
         two art movements one letter apart are no spellings of each other, while "watercolour" is one of
         "watercolor" and "oil paint" a form of "oil painting" (derived forms differ at their ends)."""
-        lex = self.lexicon
-        if lex is None or len(os.path.commonprefix([phrase, label])) >= SPELLING_SHARED_START:
+        if self.lexicon is None or len(os.path.commonprefix([phrase, label])) >= SPELLING_SHARED_START:
             return False
-        mine, theirs = set(lex.senses(phrase.replace(" ", "_"))), set(lex.senses(label.replace(" ", "_")))
+        return self._nouns_apart(phrase, label)
+
+    def _nouns_apart(self, phrase: str, other: str) -> bool:
+        """Whether WordNet knows both as nouns and no sense is one of both."""
+        mine, theirs = set(self.lexicon.senses(phrase.replace(" ", "_"))), set(self.lexicon.senses(other.replace(" ", "_")))
         return bool(mine) and bool(theirs) and not mine & theirs
 
     def _first_of_compound(self, phrase: str, key: tuple[str, ...]) -> bool:
