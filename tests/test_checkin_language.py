@@ -1408,3 +1408,36 @@ def test_ruling_out_a_kind_by_a_broader_word(tmp_path_factory):
         entry("lamp-1", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 1, 0),
     ], tmp_path_factory, "heron-lamp")
     test_phrasings_a_fourth_stranger_batch_showed(things, ("a batik piece, not the bird",), "select", {"lamp-1"})
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("kite, not the one i've never used",), "clarify", {"kite-1", "kite-2"}),  # the negation reaches over "i've"
+    (("the kite trained on lots of images",), "clarify", {"kite-1", "kite-2", "kite-3"}),  # how many, no parking lot
+    (("smth on the quay",), "clarify", {"kite-3", "ocarina-2"}),             # chat for "something"
+    (("the kite", "what about something on the quay"), "clarify", {"kite-3", "ocarina-2"}),  # any subject: a new request
+    (("the kite nobody's used yet",), "select", {"kite-3"}),
+    (("the kite i've barely touched",), "select", {"kite-3"}),
+    (("the kite on the quay", "actually the one before it"), "select", {"kite-2"}),
+    (("something on the meadow", "new idea: the batik ocarina"), "select", {"ocarina-2"}),  # the meadow goes
+])
+def test_phrasings_the_twenty_eighth_and_thirtieth_stranger_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_last_month_by_name_before_it_comes_again_is_last_years():
+    test_fixed_holidays_are_dates("made last december", "2024-12-01", "2025-01-01")
+
+
+@pytest.mark.parametrize("subject, style, message, action, expected", [
+    ("lamp", "postage stamp", "an orca stamp", "no_match", {"orca"}),     # the creature is drawn, no kind of stamp
+    ("lamp", "batik", "the batik lamp w all its samples", "clarify", {"lamp-1", "lamp-2"}),  # "w all" is no "wall"
+    ("excavator", "batik", "the digger on the quay", "select", {"lamp-1"}),  # the machine, though "excavator" names a workman first
+])
+def test_names_and_short_words_of_one_card(tmp_path_factory, subject, style, message, action, expected):
+    """A creature before a style's head noun is what is drawn; a single letter is a word of its own; a
+    subject whose own name WordNet gives a person first is still the thing a card shows."""
+    things = checkin_over([
+        entry("lamp-1", subject, style, "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp on a wall.", 2, 0),
+    ], tmp_path_factory, f"things-{subject}-{style}")
+    test_phrasings_a_fourth_stranger_batch_showed(things, (message,), action, expected)

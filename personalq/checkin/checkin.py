@@ -48,7 +48,7 @@ _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|ac
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
                          r"(?:something|a)\s+(?:else|(?:totally\s+|completely\s+)?different(?:\s+thing)?)\s+entirely|(?:totally\s+|completely\s+)?different\s+thing(?:\s+entirely)?)\b\W*|"
-                         r"(?:(?:something|a|an)\s+)?(?:totally\s+|completely\s+)?(?:new|different|else|unrelated|another)(?:\s+(?:one|thing|request|question))?\s*[:\-]\W*)", re.I)
+                         r"(?:(?:something|a|an)\s+)?(?:totally\s+|completely\s+)?(?:new|different|else|unrelated|another)(?:\s+(?:one|thing|request|question|idea))?\s*[:\-]\W*)", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -540,14 +540,15 @@ class Conversation:
         ("the cat"), it may be the one the question missed.
         A word the catalog lacks that names one offered option ("the hand one" for the handbag) answers it,
         as do words one offered option fits best ("the one by the plum trees"), unless they name another
-        thing to draw ("the lighthouse in watercolor")."""
+        thing to draw ("the lighthouse in watercolor"). A reply that asks for any subject ("what about
+        something in the forest") drops the one asked about."""
         if _SAME.search(text):
             return False
         snap = self.checkin.snapshot
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
-        if not new:
-            return False
+        if not new:  # "what about something in the forest": any subject, not the one asked about
+            return bool(old) and bool(_ANY_SUBJECT.search(text))
         if _TURNING_DOWN.match(text) and (any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints)
                                           or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)):
             return True  # "actually, the cat on the beach", "no, show me the cats": the question or choice turned down

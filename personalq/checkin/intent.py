@@ -49,10 +49,11 @@ _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|using|run|
                         r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
-_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run)|"
+_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touched|opened)|"
                          r"(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?less\s+than\s+(?:the\s+)?(?:others|rest))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
-                         r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used)\b", re.I)  # "never got around to using"
+                         r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used|"
+                         r"(?:nobody|no\s+one)(?:['’]s|\s+has)?\s+(?:ever\s+)?(?:used|tried|touched|opened)(?:\s+yet)?)\b", re.I)  # "never got around to using"
 # "the one i actually use", "ones i've used": used at all, so not the never-used ones. Only with a
 # word that stresses the use or the perfect tense: "which one should i use" asks, it states nothing.
 _EVER_USED = re.compile(r"\b(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)\b", re.I)
@@ -64,8 +65,8 @@ _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|load
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
-# "the one before that": older than the one chosen
-_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+th(?:at|is)\b)|after(?=\s+th(?:at|is)\b))\b"
+# "the one before that", "the one after it": older or newer than the one chosen
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
                           r"(?:\s+(?:one|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
@@ -172,7 +173,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     text = _SHORT_YEAR.sub(lambda m: str(now.year // 100 * 100 + int(m.group(1))), text)
     intent = Intent(text)
     taken = _time_version_order(intent, now, vocabulary)
-    for m in [*_SETTING_VERB.finditer(text), *_HEDGE.finditer(text)]:  # "set in the forest", "pretty sure": no constraint of their own
+    for m in [*_SETTING_VERB.finditer(text), *_HEDGE.finditer(text), *_QUANTITY.finditer(text)]:  # "set in the forest", "pretty sure": no constraint of their own
         taken[m.start():m.end()] = [True] * (m.end() - m.start())
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
@@ -217,6 +218,8 @@ _SETTING_VERB = re.compile(r"\b(?:set|located|situated|placed)(?=\s+(?:in|at|on|
 # "pretty sure i never used it", "pretty much any", "used at some point", "from way back in 2024": how
 # sure the user is or how long ago, no look ("pretty") and no place ("point", "way").
 _HEDGE = re.compile(r"\b(?:(?:pretty|fairly|quite|almost)\s+(?:sure|certain|positive|much)|at\s+(?:some|one|any)\s+point|way\s+back)\b", re.I)
+# "trained on lots of images", "a bunch of samples": how many, no place ("lot") and no subject ("bunch")
+_QUANTITY = re.compile(r"\b(?:(?:a|the)\s+)?(?:lots?|loads?|tons?|heaps?|bunch|plenty|handful|number)\s+of\b", re.I)
 
 
 def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
@@ -480,7 +483,7 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
 
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
-                        r"(?:\s+\w+){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
+                        r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:(?:the|a|an)\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
@@ -792,7 +795,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                     _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
                     and not vocabulary.names_art_form(toks[b].key) and not vocabulary.names_matter(toks[b].key)
                     and (vocabulary.similar(toks[b].text.lower()) or ())[:2] != hit[:2]
-                    or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")):
+                    or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")
+                    or hit[0] == "style" and vocabulary.is_creature_noun(toks[a].key)):  # "a walrus decal": the walrus is drawn
                 continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque
                 # watercolor", "folded paper", "wood inlay" are: what a thing is made of, or the style's own kind, is no thing drawn)
             singles = [p for p in proposals if p[3] in ((a,), (b,))]
@@ -837,6 +841,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             resolved.update(span)
     subject = intent.subject
     for j, words in shades.items():
+        if j in resolved:
+            continue  # "white whale": the colour is part of a name
         intent.constraints.append(Constraint("cue", words, toks[j].text, toks[j].start, toks[j].end))
     styles = {c.start for c in intent.constraints if c.attribute == "style"}
     # "painted in watercolour", "drawn as pixel art": how the style is made; alone, no look of its own

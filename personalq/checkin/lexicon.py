@@ -61,6 +61,7 @@ COLOR = 4956594  # color.n.01: "green", "beige", "navy blue"
 MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"), no thing of its own
 ARTIFACT = 21939  # artifact.n.01: what people made, a building or a mine among them
 ANIMAL = 15388  # animal.n.01
+PERSON = 7846  # person.n.01
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).

@@ -71,7 +71,8 @@ class Speller:
 
     def joined(self, text: str) -> str:
         """Two typed words that together spell one target word ("tree house") as that word, unless
-        each is a target word on its own."""
+        each is a target word on its own or one is a single letter, a word of its own ("w all" is
+        "with all", "a corn" no acorn)."""
         words = list(_WORD.finditer(text))
         out, last = [], 0
         i = 0
@@ -81,7 +82,7 @@ class Speller:
                 b = words[i + 1]
                 whole = (a.group() + b.group()).lower()
                 gap = text[a.end():b.start()]
-                if whole in self._target_set and re.fullmatch(r"[ -]", gap) and not (
+                if whole in self._target_set and re.fullmatch(r"[ -]", gap) and min(len(a.group()), len(b.group())) > 1 and not (
                         a.group().lower() in self._target_set and b.group().lower() in self._target_set):
                     out += [text[last:a.start()], whole]
                     last, i = b.end(), i + 2

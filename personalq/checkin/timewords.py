@@ -86,8 +86,9 @@ PATTERNS = [
     ("month_part", re.compile(rf"\b{_PREP}(?:at\s+)?(?:the\s+)?(?:very\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+({_MONTH})"
                               rf"(?:,?\s+(\d{{4}}))?\b", re.I)),
     ("month_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(\d{{4}})\b", re.I)),
-    # "this june", "this past june"; not "last june", which some say of last year's and some of the latest
-    ("named_month", re.compile(rf"\b{_PREP}(this\s+past\s+|this\s+)({_MONTH})\b", re.I)),
+    # "this june", "this past june", "last december" before this year's has begun; not "last june" in
+    # november, which some say of last year's and some of the latest
+    ("named_month", re.compile(rf"\b{_PREP}(this\s+past\s+|this\s+|last\s+)({_MONTH})\b", re.I)),
     ("month", re.compile(rf"\b{_PREP}({_MONTH})\b", re.I)),
     ("year_part", re.compile(r"\b" + _PREP + r"(?:the\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+((?:19|20)\d\d)\b", re.I)),
     # "in 2025", "the 2025 one", "my 2024 dog": a year alone is when it was made; not a count ("2000 images")
@@ -344,7 +345,13 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
             return TimeWindow(words, *_latest(m.group(1), months[0], 3, now))
         return TimeWindow(words, months=months)
     if kind == "named_month":
-        return TimeWindow(words, *_latest(m.group(1), _month_number(m.group(2)), 1, now))
+        month = _month_number(m.group(2))
+        if m.group(1).lower().startswith("last"):
+            if month < now.month:
+                return None
+            first = datetime(now.year - 1, month, 1, tzinfo=timezone.utc)
+            return TimeWindow(words, first, first + relativedelta(months=1))
+        return TimeWindow(words, *_latest(m.group(1), month, 1, now))
     if kind == "month_year":
         first = datetime(int(m.group(2)), _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from personalq.checkin.lexicon import ART_FORMS, ORGANISM, PHYSICAL_ENTITY, PLACES, WordNet, verb_stems, word_forms, wordnet
+from personalq.checkin.lexicon import ART_FORMS, ORGANISM, PERSON, PHYSICAL_ENTITY, PLACES, WordNet, verb_stems, word_forms, wordnet
 from personalq.checkin.spelling import Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -36,7 +36,7 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta "
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta smth sth "
     "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt".split()  # "ive", "isnt": no apostrophe typed
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
@@ -289,6 +289,11 @@ class CatalogVocabulary:
         """Whether an unknown word names an animal, a person, a plant or an imaginary being; without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_creature(word)
 
+    def is_creature_noun(self, word: str) -> bool:
+        """Whether the word is above all a noun for a creature: "walrus", not "grey", which WordNet also
+        knows as an animal of that coat."""
+        return self.names_creature(word) and self.lexicon.is_mainly_noun(word)
+
     def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
         """The one single-word style whose start the word is ("water" of watercolour), when the word is
         said before a medium noun ("water painting"); a clipped word names nothing elsewhere."""
@@ -308,11 +313,12 @@ class CatalogVocabulary:
         """Two two-word styles of one head noun whose modifiers are nouns WordNet knows apart name two
         kinds of it: a film poster is no circus poster, a pen sketch no pencil sketch, whatever MiniLM
         says. Modifiers that are no nouns may say one thing twice (leaded and painted glass), and one a
-        card of the style describes says what it is made of ("wool felt" where its cards say wool)."""
+        card of the style describes says what it is made of ("wool felt" where its cards say wool). A
+        creature before the head is what is drawn ("a walrus decal" is a decal of a walrus), no kind of it."""
         mine, theirs = phrase.split(), label.split()
         if self.lexicon is None or not (len(mine) == len(theirs) == 2 and norm(mine[1]) == norm(theirs[1])):
             return False
-        if self.cue_words.get(norm(mine[0]), set()) & self.terms["style"].get(term_key(label), set()):
+        if self.cue_words.get(norm(mine[0]), set()) & self.terms["style"].get(term_key(label), set()) or self.is_creature_noun(mine[0]):
             return False
         return self._nouns_apart(mine[0], theirs[0]) and self.lexicon.is_mainly_noun(mine[0]) and self.lexicon.is_mainly_noun(theirs[0])
 
@@ -698,12 +704,18 @@ class CatalogVocabulary:
     def _own_senses(self, label: str) -> tuple[int, ...]:
         """A term's senses, less those where it is only another name of a thing with a name of its own
         while some sense is its own: a "cat" is WordNet's true cat, and only in slang a guy, which a
-        user names as such."""
+        user names as such. Where every own sense is a human, every sense that is none stays too: a
+        "digger" on a card is the machine, not the laborer. (An animal's other senses stay out: WordNet
+        may give its name to another animal, which no user means.)"""
         lex = self.lexicon
         word = label.replace(" ", "_")
         senses = lex.senses(word)
         heads = tuple(o for o in senses if lex.synset(o).lemmas[0].lower() == word)
-        return heads or senses
+        if not heads:
+            return senses
+        if all(PERSON in lex.ancestors(o, 20) for o in heads):
+            return heads + tuple(o for o in senses if PERSON not in lex.ancestors(o, 20))
+        return heads
 
     def _style_or_place_by_lexicon(self, phrase: str) -> tuple[str, object, float] | None:
         """The style or place terms WordNet links a word to, which the embedder did not place: one that
