@@ -1432,10 +1432,13 @@ def test_last_month_by_name_before_it_comes_again_is_last_years():
     ("lamp", "postage stamp", "an orca stamp", "no_match", {"orca"}),     # the creature is drawn, no kind of stamp
     ("lamp", "batik", "the batik lamp w all its samples", "clarify", {"lamp-1", "lamp-2"}),  # "w all" is no "wall"
     ("excavator", "batik", "the digger on the quay", "select", {"lamp-1"}),  # the machine, though "excavator" names a workman first
+    ("hermit crab", "batik", "the crab on the quay", "select", {"lamp-1"}),  # the compound's last word, its WordNet sibling
+    ("lamp", "batik", "the spectacles on the quay", "no_match", {"spectacles"}),  # a thing only in the plural
 ])
 def test_names_and_short_words_of_one_card(tmp_path_factory, subject, style, message, action, expected):
     """A creature before a style's head noun is what is drawn; a single letter is a word of its own; a
-    subject whose own name WordNet gives a person first is still the thing a card shows."""
+    subject whose own name WordNet gives a person first is still the thing a card shows; a compound
+    subject's last word names it where WordNet files the two together."""
     things = checkin_over([
         entry("lamp-1", subject, style, "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
         entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp on a wall.", 2, 0),

@@ -245,7 +245,8 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if vocabulary.names_art_form(tok.key) and any(c.attribute == "style" and c.end >= 0 and not scan.text[c.end:tok.start].strip(" -")
                                                       for c in intent.constraints):
             continue  # "the watercolor print": the style's own noun, no subject
-        thing = tok.key if vocabulary.names_thing(tok.key) else vocabulary.thing_meant_by(tok.key)  # "my peacok", "froggy"
+        # "my peacok", "froggy"; "spectacles", a thing only in the plural typed
+        thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key)
         if thing:
             _add(intent, ("unknown", thing), [tok], exact=True)
             return

@@ -77,9 +77,10 @@ LEXICON_SENSE_DEPTH = 5
 LEXICON_NEAR_CATEGORIES = 3
 LEXICON_STRENGTH = 0.1  # below any spelling match; a meaning match of the embedder is taken before it
 # A word whose usual sense is at most HYPERNYM_MAX_DOWN steps above catalog subjects names them all
-# ("animal" is eight steps above a horse); weaker than any other link.
+# ("animal" is eight steps above a horse); weaker than any link but a head noun.
 HYPERNYM_MAX_DOWN = 10
 HYPERNYM_STRENGTH = 0.05
+HEAD_NOUN_STRENGTH = 0.04  # the last word of a compound subject: the weakest link, taken when no other holds
 # A style described in its WordNet definition's words ("soluble pigment"): read before the embedder,
 # which puts such a phrase near whatever style sounds alike, yet weaker than every link on its own.
 DEFINITION_STRENGTH = 0.04
@@ -516,7 +517,7 @@ class CatalogVocabulary:
         if found is not None and found[0] == "subject" and self._outside_category(phrase, found[1]):
             found = None
         if found is None:
-            found = self._categories_below(phrase)
+            found = self._categories_below(phrase) or self._by_head_noun(phrase)
         self._word_cache[phrase] = found
         return found
 
@@ -877,6 +878,26 @@ class CatalogVocabulary:
                                if not (min(above[o] for o in usual if o in above) == 1 and self._animal_named_apart(usual, key))
                                for c in self.term_categories[key])
         return ("subject", categories, HYPERNYM_STRENGTH) if categories else None
+
+    def _by_head_noun(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """A subject term of two words named by its last ("lion" for a mountain lion), where the terms it
+        ends are of one category and WordNet files the compound beside or below the word, or does not
+        know it: a sea lion is no lion."""
+        lex, word = self.lexicon, norm(phrase)
+        if lex is None or " " in phrase:
+            return None
+        keys = [key for key in self.terms["subject"] if len(key) == 2 and key[1] == word]
+        categories = {c for key in keys for c in self.term_categories[key]}
+        if len(categories) != 1:
+            return None
+        usual = set(lex.usual_senses(word))
+        near = usual | {h for o in usual for h in lex.synset(o).hypernyms}
+        for key in keys:
+            senses = lex.senses("_".join(key))
+            if senses and not any(near & lex.ancestors(o, 2).keys() for o in senses):
+                return None
+        key = keys[0] if len(keys) == 1 else next(iter(categories))
+        return "subject", key, HEAD_NOUN_STRENGTH
 
     def _animal_named_apart(self, senses: set[int], key: tuple[str, ...]) -> bool:
         """Whether an animal term's name is not built on the word of `senses`, the group WordNet files it
