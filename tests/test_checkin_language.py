@@ -1419,6 +1419,9 @@ def test_ruling_out_a_kind_by_a_broader_word(tmp_path_factory):
     (("the kite i've barely touched",), "select", {"kite-3"}),
     (("the kite on the quay", "actually the one before it"), "select", {"kite-2"}),
     (("something on the meadow", "new idea: the batik ocarina"), "select", {"ocarina-2"}),  # the meadow goes
+    (("the kite in kilim",), "no_match", {"kilim"}),                 # a craft WordNet does not know, where a medium goes
+    (("a delftware ocarina",), "no_match", {"delftware"}),           # and right before the subject
+    (("the trippy ocarina",), "clarify", {"ocarina-1", "ocarina-2"}),  # "-y" slang made from a word names no craft
 ])
 def test_phrasings_the_twenty_eighth_and_thirtieth_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
@@ -1434,6 +1437,7 @@ def test_last_month_by_name_before_it_comes_again_is_last_years():
     ("excavator", "batik", "the digger on the quay", "select", {"lamp-1"}),  # the machine, though "excavator" names a workman first
     ("hermit crab", "batik", "the crab on the quay", "select", {"lamp-1"}),  # the compound's last word, its WordNet sibling
     ("lamp", "batik", "the spectacles on the quay", "no_match", {"spectacles"}),  # a thing only in the plural
+    ("lamp", "memphis design", "the lamp in memfis style", "clarify", {"lamp-1", "lamp-2"}),  # a misspelling, no other craft
 ])
 def test_names_and_short_words_of_one_card(tmp_path_factory, subject, style, message, action, expected):
     """A creature before a style's head noun is what is drawn; a single letter is a word of its own; a

@@ -331,7 +331,9 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
-        in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key))  # "in wotercolor"
+        in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
+                                  or vocabulary.names_unknown_craft(tok.key)  # a craft's own name
+                                  or vocabulary.looks_like_style(tok.key) and vocabulary.names_material_or_kind(tok.key))  # "in porcelain"
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if pair and after_in and (vocabulary.names_compound_matter(f"{tok.key} {pair.key}") or vocabulary.names_medium(pair.key)):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
@@ -348,7 +350,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
     for span in (before[-2:], before[-1:]) if before else ():
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
         if vocabulary.looks_like_style(words.lower()) or vocabulary.names_art_style(words.lower()) \
-                or len(span) == 2 and vocabulary.names_compound_matter(words.lower()):
+                or len(span) == 2 and vocabulary.names_compound_matter(words.lower()) \
+                or len(span) == 1 and vocabulary.names_unknown_craft(words.lower()):  # a craft's own name
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
     for j in reversed(before):  # "neon cyberpunk toy": any of the words before it may name its material

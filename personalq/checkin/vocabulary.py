@@ -36,7 +36,7 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta smth sth "
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta smth sth gimme whichever "
     "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt".split()  # "ive", "isnt": no apostrophe typed
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
@@ -52,6 +52,7 @@ MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 # The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
 BARE_MEANING_FLOOR = 0.45
 SPELLING_MIN_RATIO = 0.85
+MISSPELLING_RATIO = 0.7  # below SPELLING_MIN_RATIO: too far to correct, yet too near to be another word
 SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
 # "papermarbled" of "paper-marbling", "quilted" of "quilting": endings two forms of one style word may differ by
 DERIVED_ENDINGS = re.compile(r"(?:ing|ed|d|ism|ist|y|s)$")
@@ -436,6 +437,16 @@ class CatalogVocabulary:
         if phrase not in self._style_cache:  # like `similar`: one embedding per phrase per catalog revision
             self._style_cache[phrase] = self.names_art_form(phrase.replace(" ", "_")) or self._near_style_anchor(phrase)
         return self._style_cache[phrase]
+
+    def names_unknown_craft(self, word: str) -> bool:
+        """Whether a word may be the name of a craft or brand the catalog lacks: WordNet knows no form
+        of it, it is no "-y" slang made from a word ("trippy"), and it is no
+        misspelling of a catalog word too far gone to correct ("memfis"). Without WordNet no word is."""
+        if self.lexicon is None or self.lexicon.is_word(word):
+            return False
+        if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
+            return False
+        return not any(difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
 
     def _near_style_anchor(self, phrase: str) -> bool:
         if self.embedder is None:
