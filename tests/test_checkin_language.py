@@ -1427,6 +1427,20 @@ def test_phrasings_the_twenty_eighth_and_thirtieth_stranger_batches_showed(check
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
 
 
+@pytest.mark.parametrize("messages, action, expected", [
+    (("my 3rd versions",), "select", {"kite-3"}),                          # a plural "versions" is still a number
+    (("the meadow kite, the old one",), "select", {"kite-1"}),              # the oldest, no look
+    (("the one i had out most recently",), "select", {"kite-2"}),           # by last use
+    (("the newest kite", "show me the older ones"), "clarify", {"kite-1", "kite-2"}),  # any older, not the next
+    (("the newest kite", "show me the other ones"), "clarify", {"kite-1", "kite-2"}),  # the kites still, no order
+    (("the kite", "the one i use alot"), "select", {"kite-1"}),
+    (("the meadow ones", "hmm no, give me an ocarina"), "clarify", {"ocarina-1", "ocarina-2"}),  # any ocarina: turned down
+    (("the kite", "actually, show me the gouache ones"), "clarify", {"kite-2", "ocarina-1"}),
+])
+def test_phrasings_the_thirty_second_and_thirty_fourth_stranger_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
 def test_last_month_by_name_before_it_comes_again_is_last_years():
     test_fixed_holidays_are_dates("made last december", "2024-12-01", "2025-01-01")
 

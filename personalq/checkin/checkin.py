@@ -39,11 +39,12 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
-                          r"\bother\s+(?:\w+\s+){0,2}ones\b", re.I)  # "what other watercolor ones do i have"
+                          r"\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones do i have"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
 _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
+_INDEFINITE = re.compile(r"\b(?:a|an|some|any)\s+$", re.I)  # "give me a cat": any cat, not the one offered
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
@@ -547,11 +548,13 @@ class Conversation:
         snap = self.checkin.snapshot
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
-        if not new:  # "what about something in the forest": any subject, not the one asked about
-            return bool(old) and bool(_ANY_SUBJECT.search(text))
+        if not new:  # "what about something in the forest", "actually, the watercolor ones": any subject, not the one asked about
+            return bool(old) and bool(_ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and re.search(r"\bones\b", text, re.I)
+                                      and full.constraints)
         if _TURNING_DOWN.match(text) and (any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints)
-                                          or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)):
-            return True  # "actually, the cat on the beach", "no, show me the cats": the question or choice turned down
+                                          or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)
+                                          or any(_INDEFINITE.search(text[:c.start]) for c in new)):
+            return True  # "actually, the cat on the beach", "no, show me the cats", "no, give me a cat": the question or choice turned down
         if all(c.attribute == "unknown" for c in new) and (
                 len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1
                 or len(_options_fitting_most(self.last.options, full, snap)) == 1 and not any(

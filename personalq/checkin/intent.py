@@ -27,7 +27,7 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 _NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
 _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)(?:'?s)?\b|#\s?(\d+)\b|\b(?:version|revision|rev|iteration|number|no\.|take|mk|mark|gen|generation|round|"
                    r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+(?:'?s)?|"
-                   + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)\b)")
+                   + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)s?\b)")
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
 _TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b))")
 _ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
@@ -46,7 +46,7 @@ _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s
 _ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s+lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touched|opened)|"
@@ -57,13 +57,14 @@ _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+no
 # "the one i actually use", "ones i've used": used at all, so not the never-used ones. Only with a
 # word that stresses the use or the perfect tense: "which one should i use" asks, it states nothing.
 _EVER_USED = re.compile(r"\b(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)\b", re.I)
-_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og)\b", re.I)
+_ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og|"
+                    r"(?<=the\s)(?:old|new)(?=\s+one\b))\b", re.I)  # "the old one": the oldest of them
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
-_NEWEST = ("most", "latest", "newest", "recent", "recently", "last")
+_NEWEST = ("most", "latest", "newest", "new", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
-_USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run))\b", re.I)  # "did i use last", not "use my latest"
+_USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run)|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 # "the one before that", "the one after it": older or newer than the one chosen
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
@@ -112,7 +113,8 @@ class Intent:
         """This intent changed by a follow-up ("no, the realistic one", "same but for the cat"): each
         attribute the follow-up names replaces its earlier value, a follow-up's exclusion drops the
         term it excludes, a follow-up's order word drops earlier version and date points ("car v2",
-        then "the oldest one"), and its version number drops earlier looks, places and dates. Earlier
+        then "the oldest one"), and its version number drops earlier looks, places and dates; "the
+        other ones" drop the earlier order word. Earlier
         option clicks answered an earlier question and are dropped."""
         named = {c.attribute for c in other.constraints if not c.excluded}
         replaced = set().union(*(_REPLACES.get(a, {a}) for a in named))
@@ -125,8 +127,9 @@ class Intent:
         kept = [c for c in self.constraints if c.attribute != "checkpoints"
                 and not (c.attribute in replaced and not c.excluded)
                 and (c.attribute, c.value) not in (wanted if c.excluded else excluded)]
+        others = other.not_that_one and re.search(r"\bones\b", other.text, re.I)  # "the other ones": all of them, no order
         order = (other.order, other.order_words, other.order_rank) if other.order else (
-            (None, "", 0) if other.comparative or "version" in named else (self.order, self.order_words, self.order_rank))
+            (None, "", 0) if other.comparative or "version" in named or others else (self.order, self.order_words, self.order_rank))
         return Intent(self.text, [*kept, *other.constraints], *order, ruled_out_order=other.ruled_out_order)
 
     def merged(self, other: Intent) -> Intent:
@@ -616,7 +619,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     m = _COMPARATIVE.search(text)
     if m and not any(taken[m.start():m.end()]):
         intent.comparative = "older" if m.group(1).lower() in ("older", "earlier", "before") else "newer"
-        intent.any_comparative = bool(_ANY_OF.search(text[:m.start()]))
+        intent.any_comparative = bool(_ANY_OF.search(text[:m.start()]) or re.match(r"\s+ones\b", text[m.end(1):], re.I))  # "the older ones"
         take(m.start(), m.end())
     m = _THAT_ONE.search(text)
     if m:
