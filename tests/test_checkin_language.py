@@ -1445,6 +1445,10 @@ def test_last_month_by_name_before_it_comes_again_is_last_years():
     test_fixed_holidays_are_dates("made last december", "2024-12-01", "2025-01-01")
 
 
+def test_this_past_week_is_the_week_up_to_now():
+    test_fixed_holidays_are_dates("used this past week", "2025-06-23", None)
+
+
 @pytest.mark.parametrize("subject, style, message, action, expected", [
     ("lamp", "postage stamp", "an orca stamp", "no_match", {"orca"}),     # the creature is drawn, no kind of stamp
     ("lamp", "batik", "the batik lamp w all its samples", "clarify", {"lamp-1", "lamp-2"}),  # "w all" is no "wall"

@@ -63,8 +63,8 @@ PATTERNS = [
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
-    # "in the last week", "over the past month": the week up to now, where "last week" is the calendar one
-    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+|during\s+)?the\s+(?:past|last|previous)\s+(){_UNIT}\b(?!\s+(?:of|before)\b)", re.I)),
+    # "in the last week", "over the past month", "this past week": the week up to now, where "last week" is the calendar one
+    ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+|during\s+)?(?:the|this)\s+(?:past|last|previous)\s+(){_UNIT}\b(?!\s+(?:of|before)\b)", re.I)),
     # "used on the 5th", "the 5th of this month", "on the 3rd of march": a day of a month, no version
     ("day_of_month", re.compile(rf"\bon\s+the\s+({_DAY_OF_MONTH})(?:\s+of\s+(?:(this|last)\s+month|({_MONTH})))?\b", re.I)),
     ("day_of_month", re.compile(rf"\bthe\s+({_DAY_OF_MONTH})\s+of\s+(?:(this|last)\s+month|({_MONTH}))\b", re.I)),
