@@ -440,8 +440,8 @@ class CatalogVocabulary:
 
     def names_unknown_craft(self, word: str) -> bool:
         """Whether a word may be the name of a craft or brand the catalog lacks: WordNet knows no form
-        of it, it is no "-y" slang made from a word ("trippy"), and it is no
-        misspelling of a catalog word too far gone to correct ("memfis"). Without WordNet no word is."""
+        of it, it is no "-y" slang made from a word ("trippy"), and it is no misspelling of a catalog
+        word too far gone to correct ("memfis"). Without WordNet no word is."""
         if self.lexicon is None or self.lexicon.is_word(word):
             return False
         if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
