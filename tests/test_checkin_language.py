@@ -1436,6 +1436,7 @@ def test_phrasings_the_twenty_eighth_and_thirtieth_stranger_batches_showed(check
     (("the kite", "the one i use alot"), "select", {"kite-1"}),
     (("the meadow ones", "hmm no, give me an ocarina"), "clarify", {"ocarina-1", "ocarina-2"}),  # any ocarina: turned down
     (("the kite", "actually, show me the gouache ones"), "clarify", {"kite-2", "ocarina-1"}),
+    (("lantern batik",), "no_match", {"lantern"}),  # a thing before the style is drawn, no part of the style's name
 ])
 def test_phrasings_the_thirty_second_and_thirty_fourth_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)

@@ -738,7 +738,8 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             scan.used.add(i)  # "rain forest": one noun for a kind of the catalog's place
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "style") \
                 and toks[i].key not in vocabulary.cue_words and toks[i].key not in STOP_WORDS \
-                and not vocabulary.names_creature(toks[i].key):  # "giraffe decal": what is drawn, not how
+                and not vocabulary.names_creature(toks[i].key) \
+                and not (vocabulary.names_thing(toks[i].key) and not vocabulary.names_medium(toks[i].key)):  # "giraffe decal": a creature or thing is drawn
             scan.used.add(i)
             scan.modifiers.add(i)
 
