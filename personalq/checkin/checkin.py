@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from personalq.checkin.intent import Constraint, Intent, heads_a_thing_phrase, parse_intent
+from personalq.checkin.intent import PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
@@ -549,7 +549,7 @@ class Conversation:
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         if not new:  # "what about something in the forest", "actually, the watercolor ones": any subject, not the one asked about
-            return bool(old) and bool(_ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and re.search(r"\bones\b", text, re.I)
+            return bool(old) and bool(_ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and PLURAL_ONES.search(text)
                                       and full.constraints)
         if _TURNING_DOWN.match(text) and (any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints)
                                           or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)

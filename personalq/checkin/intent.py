@@ -69,6 +69,8 @@ _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?
 # "the one before that", "the one after it": older or newer than the one chosen
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
                           r"(?:\s+(?:one|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
+# "the other ones", "the watercolor ones": all that fit, not one of them
+PLURAL_ONES = re.compile(r"\bones\b", re.I)
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else|"
@@ -127,7 +129,7 @@ class Intent:
         kept = [c for c in self.constraints if c.attribute != "checkpoints"
                 and not (c.attribute in replaced and not c.excluded)
                 and (c.attribute, c.value) not in (wanted if c.excluded else excluded)]
-        others = other.not_that_one and re.search(r"\bones\b", other.text, re.I)  # "the other ones": all of them, no order
+        others = other.not_that_one and PLURAL_ONES.search(other.text)  # "the other ones": all of them, no order
         order = (other.order, other.order_words, other.order_rank) if other.order else (
             (None, "", 0) if other.comparative or "version" in named or others else (self.order, self.order_words, self.order_rank))
         return Intent(self.text, [*kept, *other.constraints], *order, ruled_out_order=other.ruled_out_order)
