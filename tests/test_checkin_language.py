@@ -1467,3 +1467,61 @@ def test_names_and_short_words_of_one_card(tmp_path_factory, subject, style, mes
         entry("lamp-2", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp on a wall.", 2, 0),
     ], tmp_path_factory, f"things-{subject}-{style}")
     test_phrasings_a_fourth_stranger_batch_showed(things, (message,), action, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("kite, not the one i use the most",), "clarify", {"kite-2", "kite-3"}),   # a use order ruled out, the rest fit
+    (("the kite i overuse",), "select", {"kite-1"}),
+    (("kite that isn't the latest",), "clarify", {"kite-1", "kite-2"}),
+    (("never-used kite from 2025",), "select", {"kite-3"}),                     # never used has no date: made then
+    (("kite no older than 2025",), "clarify", {"kite-2", "kite-3"}),
+    (("kite older than 2025",), "select", {"kite-1"}),
+    (("my fave ocarina",), "select", {"ocarina-1"}),                            # "fave" is no typo of "five"
+    (("the gouache ones, used at least once",), "clarify", {"kite-2", "ocarina-1"}),  # ever used, no least-used order
+    (("the batik kite", "the newer 1"), "select", {"kite-2"}),                  # "1" typed for "one"
+    (("kite 2 or later",), "clarify", {"kite-2", "kite-3"}),
+    (("kite, any but the first",), "clarify", {"kite-2", "kite-3"}),
+    (("anything on the meadow besides kites",), "select", {"ocarina-1"}),
+    (("the ocarina i havent touched since may",), "select", {"ocarina-1"}),
+    (("the one i last had out in june",), "clarify", {"kite-1", "kite-2"}),     # when they were used, no order among them
+    (("a batik thing", "hmm, instead: an ocarina"), "clarify", {"ocarina-1", "ocarina-2"}),  # the batik goes
+    (("something on the quay", "ok different question, which ocarinas do i have from 2024 on"), "clarify", {"ocarina-1", "ocarina-2"}),
+    (("the kite", "actually i want a gouache one, any subject"), "clarify", {"kite-2", "ocarina-1"}),
+    (("the kite, batik or pastel",), "clarify", {"kite-1", "kite-3"}),          # either style
+    (("a kite or ocarina from december",), "select", {"ocarina-2"}),            # either subject
+    (("the kendama in batik",), "no_match", {"kendama"}),                       # a thing WordNet does not know, heading its phrase
+    (("a kite on a train",), "no_match", {"train"}),                            # a place, though "train" is a word about models
+])
+def test_phrasings_the_thirty_sixth_to_fortieth_stranger_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_the_year_before_last_is_the_calendar_year_two_back():
+    test_fixed_holidays_are_dates("made the year before last", "2023-01-01", "2024-01-01")
+
+
+@pytest.mark.parametrize("subject, place, message, action, expected", [
+    ("lamp", "roller rink", "the lamp at the ice rink", "no_match", {"ice rink"}),   # one head noun, modifiers apart
+    ("lamp", "birch wood", "the lamp in the pine forest", "no_match", {"pine forest"}),  # and a synonym of the head
+    ("lamp", "bus shelter", "the lamp at the bus stop", "select", {"lamp-1"}),       # one place by two heads
+    ("gingerbread house", "quay", "my gingerbread man", "no_match", {"gingerbread man"}),  # one modifier, heads apart
+    ("lamp", "sleeper train", "the lamp on the train", "select", {"lamp-1"}),
+    ("totem pole", "quay", "the totem on the quay", "select", {"lamp-1"}),        # the one term a word starts
+    ("espresso machine", "quay", "the espresso maker on the quay", "select", {"lamp-1"}),  # two names MiniLM puts as one
+])
+def test_two_word_names_that_share_a_word(tmp_path_factory, subject, place, message, action, expected):
+    """Two-word names that agree in one word name two kinds of thing where their other words are
+    nouns WordNet knows apart; a subject's or place's other kind is a no-match naming it."""
+    things = checkin_over([
+        entry("lamp-1", subject, "batik", place, "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("lamp-2", "lamp", "gouache", "meadow", "2024-04-01T12:00:00Z", "A lamp on a wall.", 2, 0),
+    ], tmp_path_factory, f"shared-{subject}-{place}")
+    test_phrasings_a_fourth_stranger_batch_showed(things, (message,), action, expected)
+
+
+def test_a_two_word_term_typed_as_one_word_is_that_term(tmp_path_factory):
+    things = checkin_over([
+        entry("skate-1", "roller skate", "batik", "quay", "2024-02-01T12:00:00Z", "A skate.", 1, 0),
+        entry("lamp-1", "lamp", "gouache", "roller disco", "2024-04-01T12:00:00Z", "A lamp on a wall.", 1, 0),
+    ], tmp_path_factory, "closed-compound")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("rollerskate",), "select", {"skate-1"})

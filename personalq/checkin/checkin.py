@@ -38,7 +38,7 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "background": "environment", "scene": "environment",
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
-_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
+_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|\b(?:any|whatever)\s+subject\b|"
                           r"\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones do i have"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
@@ -47,9 +47,11 @@ _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|ac
 _INDEFINITE = re.compile(r"\b(?:a|an|some|any)\s+$", re.I)  # "give me a cat": any cat, not the one offered
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
-                         r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|"
+                         r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|(?:a\s+)?different\s+question|"
                          r"(?:something|a)\s+(?:else|(?:totally\s+|completely\s+)?different(?:\s+thing)?)\s+entirely|(?:totally\s+|completely\s+)?different\s+thing(?:\s+entirely)?)\b\W*|"
-                         r"(?:(?:something|a|an)\s+)?(?:totally\s+|completely\s+)?(?:new|different|else|unrelated|another)(?:\s+(?:one|thing|request|question|idea))?\s*[:\-]\W*)", re.I)
+                         r"(?:(?:something|a|an)\s+)?(?:totally\s+|completely\s+)?(?:new|different|else|unrelated|another|instead)(?:\s+(?:one|thing|request|question|q|idea))?\s*[:\-]\W*)", re.I)
+# "forget flowers, any cartoon one": what is forgotten, then the request that replaces it
+_FORGET = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|actually|so)\W+)*forget\s+(?:about\s+)?([\w\s'-]+?)\s*[,;:.]+\s*(?=\w)", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
 
 
@@ -167,7 +169,7 @@ class CheckIn:
             # "mountain v1 or v2, not the newest": the newest mountain, which the rest may already rule out
             field_name, pick = intent.ruled_out_order
             scope = set(base).intersection(*(ids for c, ids in sets if c.attribute == "subject" and not c.excluded))
-            first = (max if pick == "max" else min)(scope or satisfying, key=lambda i: snap.moment(i, field_name))
+            first = (max if pick == "max" else min)(scope or satisfying, key=lambda i: snap.moment(i, field_name) or 0)
             satisfying = satisfying - {first}
         if intent.order and satisfying:
             field_name, pick = intent.order
@@ -436,6 +438,9 @@ class Conversation:
         snap = self.checkin.refresh()
         if isinstance(reply, str) and _START_OVER.match(reply):
             return self.ask(_START_OVER.sub("", reply, count=1) or reply)
+        dropped = _FORGET.match(reply) if isinstance(reply, str) else None
+        if dropped and parse_intent(dropped.group(1), snap.vocabulary, self.now).subject is not None:
+            return self.ask(reply[dropped.end():])  # "forget the dog, do i have a giraffe?": a subject dropped, a new request
         if asked and isinstance(reply, str):
             m = _PICK_OPTION.match(reply)
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
@@ -510,7 +515,8 @@ class Conversation:
 
     def _drop_earlier(self, follow: Intent, other_than: str | None = None, only: tuple[str, ...] | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
-        realistic one") drops that constraint: the latest earlier one whose removal lets something fit.
+        realistic one") drops that constraint: the latest earlier one whose removal lets something fit,
+        else all its description words at once, which count together ("folded out of paper").
         An order word that would choose the checkpoint already chosen asks for another one, so an earlier
         constraint is dropped the same way until it picks `other_than` no more. An answer to a question
         may drop only `only` attributes: a description word may be why the question missed the
@@ -519,8 +525,9 @@ class Conversation:
         new = set(map(id, follow.constraints))
         earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")
                    and (only is None or c.attribute in only)]
-        for c in reversed(earlier):
-            relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if x is not c])
+        cues = [c for c in earlier if c.attribute == "cue"]
+        for dropped in [*([c] for c in reversed(earlier)), *([cues] if len(cues) > 1 else [])]:
+            relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if all(x is not c for c in dropped)])
             result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
             if result.action != "no_match" and (other_than is None or result.checkpoint_id != other_than):
                 self.intent, self.last = relaxed, result

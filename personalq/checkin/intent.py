@@ -29,7 +29,8 @@ _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)(?:'?s)?\b|#\s?(\d+)\b|\b(?:version
                    r"release|edition)\s*(?:number\s+|no\.\s*)?(\d+(?:'?s)?|"
                    + "|".join(_NUMBERS) + r")\b|\b(" + "|".join(_ORDINALS) + r"|\d{1,2}(?:st|nd|rd|th))\s+(?:(\w+)\s+)?(?:version|revision|iteration)s?\b)")
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
-_TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b))")
+_TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b|"
+                              r"(?:or|and)\s+(?:later|newer|above|higher|up|earlier|older|below|lower)\b))")  # "logo 2 or later"
 _ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
 _ROMAN_VALUES = {"II": 2, "III": 3, "IV": 4, "VI": 6, "VII": 7, "VIII": 8, "IX": 9}
 # "the one before v4", "right after number 2": a version named relative to another.
@@ -42,35 +43,41 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 _ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
-_NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|except(?:\s+for)?)\s+(?:the|my)\s+" + _ENDS + ")", re.I)
-_ANY_BUT_ORDER = re.compile(r"\bany\s+\w+\s+(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
+_NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|(?:is|are|was)n['’]?t|except(?:\s+for)?)\s+(?:the|my)\s+" + _ENDS + ")", re.I)
+_NOT_THE_ONE = re.compile(r"\b(?:not|(?:is|are|was)n['’]?t|except(?:\s+for)?|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
+_ANY_BUT_ORDER = re.compile(r"\bany\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
-_MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite)?|go[\s-]to|most\s+popular|(?:the\s+)?most\s+use|"
+_MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
+                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
-_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touched|opened)|"
+_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?!\s+once)(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touched|opened)|"
                          r"(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?less\s+than\s+(?:the\s+)?(?:others|rest))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
                          r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used|"
                          r"(?:nobody|no\s+one)(?:['’]s|\s+has)?\s+(?:ever\s+)?(?:used|tried|touched|opened)(?:\s+yet)?)\b", re.I)  # "never got around to using"
 # "the one i actually use", "ones i've used": used at all, so not the never-used ones. Only with a
 # word that stresses the use or the perfect tense: "which one should i use" asks, it states nothing.
-_EVER_USED = re.compile(r"\b(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)\b", re.I)
+_EVER_USED = re.compile(r"\b(?:(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)|"
+                         r"(?:used|run|tried)\s+at\s+least\s+once)\b", re.I)  # "used at least once": any that ever was
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og|"
                     r"(?<=the\s)(?:old|new)(?=\s+one\b))\b", re.I)  # "the old one": the oldest of them
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
+# "the newer 1", "the other 1": a "1" typed for "one" after these words is no version
+_ONE_AFTER = frozenset({"newer", "older", "earlier", "later", "next", "other", "another", "latest", "newest", "oldest", "first", "last", "recent"})
 _NEWEST = ("most", "latest", "newest", "new", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
+_NEGATED_USE = re.compile(r"(?:\bnever|\bnot|n['’]?t)[\s-]+$", re.I)
+_USE_WINDOW = re.compile(r"(?:used|touched|opened|run)\b", re.I)  # "(haven't) touched since may": a window of last use
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run)|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\b", re.I)  # "did i use last", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 # "the one before that", "the one after it": older or newer than the one chosen
-_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+one|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
-                          r"(?:\s+(?:one|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+(?:one|1)\b|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
+                          r"(?:\s+(?:one|1\b|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
 # "the other ones", "the watercolor ones": all that fit, not one of them
-PLURAL_ONES = re.compile(r"\bones\b", re.I)
+PLURAL_ONES = re.compile(r"\b(?:ones|stuff)\b", re.I)  # "the cartoon stuff"
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else|"
@@ -163,9 +170,10 @@ def _version_number(m: re.Match) -> int:
 _GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "the", "and", "with", "from", "that", "version", "revision",
                             "iteration", "latest", "newest", "oldest", "earliest", "newer", "older", "earlier", "recent", "previous", "used", "never",
                             "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago",
-                            "before", "after", "since", "until", "between"])
+                            "before", "after", "since", "until", "between", "fave", "fav", "favorite", "favourite"])  # "fave" is no typo of "five"
 
 
+_W_SLASH = re.compile(r"\bw/(o\b)?", re.I)  # "w/ the hat", "w/o a hat": chat for "with", "without"
 _SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})\b")
 
 
@@ -174,7 +182,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
 
     Typos are corrected first, so every later step reads "horse" where "hrose" was typed, and a year
     written with two digits ("summer '25") is read in the century of `now`."""
-    text = vocabulary.correct(text.replace("_", " "), _GRAMMAR_WORDS)  # "bear_v2" as typed from a file name
+    text = _W_SLASH.sub(lambda m: "without" if m.group(1) else "with", text.replace("_", " "))  # "bear_v2" as typed from a file name
+    text = vocabulary.correct(text, _GRAMMAR_WORDS)
     text = _SHORT_YEAR.sub(lambda m: str(now.year // 100 * 100 + int(m.group(1))), text)
     intent = Intent(text)
     taken = _time_version_order(intent, now, vocabulary)
@@ -193,9 +202,8 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     _absent_colour(intent, scan, unknown, vocabulary)
     _absent_material(intent, scan, unknown, vocabulary)
     _companions_as_details(intent, vocabulary)
-    intent.constraints = _with_exclusions(text, intent.constraints)
-    named = {c.start for c in intent.constraints}
-    intent.unexplained = [scan.toks[j].text for j in unknown if scan.toks[j].start not in named]
+    intent.constraints = _alternatives(text, _with_exclusions(text, intent.constraints))
+    intent.unexplained = [scan.toks[j].text for j in unknown if not any(c.start <= scan.toks[j].start < c.end for c in intent.constraints)]
     return intent
 
 
@@ -251,9 +259,10 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
                                                       for c in intent.constraints):
             continue  # "the watercolor print": the style's own noun, no subject
         # "my peacok", "froggy"; "spectacles", a thing only in the plural typed
-        thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key)
+        thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key) \
+            or (tok.key if vocabulary.names_unknown(tok.key) and _HEAD_END.match(scan.text, tok.end) else None)  # "the kendama in ..."
         if thing:
-            _add(intent, ("unknown", thing), [tok], exact=True)
+            _add_absent(intent, scan, unknown, j, thing, vocabulary)
             return
         pair = scan.toks[j - 1:j + 1] if j - 1 in unknown and _adjacent(scan.text, scan.toks[j - 1:j + 1]) else []
         if pair and vocabulary.names_compound_thing(f"{pair[0].key} {tok.key}"):  # "wine glass", though glass is a material
@@ -268,8 +277,8 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
 
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z": a
-# subject named after what is drawn.
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|one)\s+with|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
+# subject named after what is drawn ("the one with googly eyes" names a detail of a card).
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|(?<!the\s)one)\s+with|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
@@ -282,7 +291,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
-_IN_MEDIUM = re.compile(r"\bin\s+$", re.I)  # "chair painted in oils", "the lynx in charcoal": no article before a medium
+_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of))\s+$", re.I)  # "chair painted in oils", "the lynx in charcoal", "made of clay": no article before a medium
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -337,7 +346,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
         in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
-                                  or vocabulary.names_unknown_craft(tok.key)  # a craft's own name
+                                  or vocabulary.names_unknown(tok.key)  # a craft's own name
                                   or vocabulary.looks_like_style(tok.key) and vocabulary.names_material_or_kind(tok.key))  # "in porcelain"
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if pair and after_in and (vocabulary.names_compound_matter(f"{tok.key} {pair.key}") or vocabulary.names_medium(pair.key)):
@@ -356,8 +365,14 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
         if vocabulary.looks_like_style(words.lower()) or vocabulary.names_art_style(words.lower()) \
                 or len(span) == 2 and vocabulary.names_compound_matter(words.lower()) \
-                or len(span) == 1 and vocabulary.names_unknown_craft(words.lower()):  # a craft's own name
+                or len(span) == 1 and vocabulary.names_unknown(words.lower()):  # a craft's own name
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
+            return
+    after = _right_after_subject(intent, scan, unknown)  # "a chair rococo": an art movement's name after it
+    for span in (after[:2], after[:1]) if after else ():
+        words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end].lower()
+        if vocabulary.names_art_style(words):
+            _add(intent, ("unknown", words), [scan.toks[j] for j in span], exact=True)
             return
     for j in reversed(before):  # "neon cyberpunk toy": any of the words before it may name its material
         if _made_of(scan.toks[j].key, intent, vocabulary):
@@ -401,8 +416,18 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if any(vocabulary.is_above(word, "environment", key) for c in intent.constraints if c.attribute == "environment"
                for key in (c.value if isinstance(c.value, frozenset) else (c.value,))):
             continue  # "in snowy weather": the weather is the snow
-        _add(intent, ("unknown", word), [tok], exact=True)
+        _add_absent(intent, scan, unknown, j, word, vocabulary)
         return
+
+
+def _add_absent(intent: Intent, scan: _Scan, unknown: list[int], j: int, word: str, vocabulary: CatalogVocabulary) -> None:
+    """An absent subject or place, named with the leftover noun right before it ("straw man",
+    "taxi rank"), so the no-match names what was asked for, not only its head noun."""
+    span = [scan.toks[j]]
+    before = scan.toks[j - 1] if j - 1 in unknown and _adjacent(scan.text, scan.toks[j - 1:j + 1]) else None
+    if before is not None and vocabulary.is_mainly_noun(before.key) and not vocabulary.names_colour(before.key):
+        span, word = [before, *span], f"{before.key} {word}"
+    _add(intent, ("unknown", word), span, exact=True)
 
 
 _SCENE_AFTER = re.compile(r"[\s-]+(?:scene|shot|pic|picture|image|setting|backdrop|background|one)s?\b", re.I)  # "a river scene", "the lake one"
@@ -471,6 +496,17 @@ def _right_before_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> li
     return run
 
 
+def _right_after_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> list[int]:
+    """The leftover words that directly follow the subject's words ("rococo" of "chair rococo")."""
+    subject = intent.subject
+    run: list[int] = []
+    for j in sorted(unknown) if subject is not None else ():
+        start = subject.end if not run else scan.toks[run[-1]].end
+        if scan.toks[j].start >= start and not intent.text[start:scan.toks[j].start].strip():
+            run.append(j)
+    return run
+
+
 # "in the rain", "at the ocean", "by a tram stop", "down a river", "the one from the beach": where a
 # noun names the picture's setting, never a look ("rain" is not watercolor). A setting no card names
 # is one the catalog lacks (_absent_setting).
@@ -490,7 +526,7 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
     return bool(_HEAD_END.match(text, end)) and not in_place_slot(text, start)
 
 
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|anything\s+but|other\s+than|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
@@ -500,6 +536,30 @@ _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "c
 
 # "no the realistic one", "no, that one": a reply's opening "no" turns down the last answer, not a term.
 _OPENING_NO = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh)\W+)?no\b\W*(?=(?:the|a|an|that|this|i|my|actually|wait)\b)", re.I)
+
+
+# "watercolor or cartoon", "the cat or dog", "pixel art / cartoon": either term fits
+_OR_BETWEEN = re.compile(r"\s*,?\s*(?:or|/)\s*(?:(?:the|a|an|in|at|on|my)\s+)?", re.I)
+_ALTERNATIVE_ATTRIBUTES = frozenset({"subject", "style", "environment"})
+
+
+def _alternatives(text: str, constraints: list[Constraint]) -> list[Constraint]:
+    """Two terms of one attribute joined by "or" are one constraint either meets (a frozenset of their
+    values, as "v1 or v2" is), not two that no checkpoint can meet at once."""
+    out: list[Constraint] = []
+    for c in sorted(constraints, key=lambda c: c.start):
+        last = out[-1] if out else None
+        if (last is not None and c.attribute == last.attribute and c.attribute in _ALTERNATIVE_ATTRIBUTES and not c.excluded
+                and not last.excluded and c.start >= 0 and last.end >= 0 and _OR_BETWEEN.fullmatch(text[last.end:c.start])):
+            values = _as_alternatives(last.value) | _as_alternatives(c.value)
+            out[-1] = replace(last, value=values, words=text[last.start:c.end], end=c.end, exact=last.exact and c.exact)
+        else:
+            out.append(c)
+    return out
+
+
+def _as_alternatives(value: object) -> frozenset:
+    return value if isinstance(value, frozenset) else frozenset({value})
 
 
 def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constraint]:
@@ -567,7 +627,8 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for window, start, end in find_time_phrases(text, now):
         if _part_of_a_term(text, start, end, vocabulary):
             continue  # a season word typed as part of a catalog place or style is that term, no season
-        used = bool(_USED_BEFORE.search(text[:start])) or window.words.lower().startswith("used")
+        use = _USED_BEFORE.search(text[:start])  # "never used watercolor from 2025": never used has no date, so made then
+        used = bool(use and not _NEGATED_USE.search(text[:use.start()])) or bool(_USE_WINDOW.match(window.words))
         intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
         take(start, end)
     for m in _VERSION_AROUND.finditer(text):
@@ -584,7 +645,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for pattern, numeral in ((_TRAILING_NUMBER, int), (_ROMAN, _ROMAN_VALUES.get)):
         for m in pattern.finditer(text):
             word = re.search(r"(\w+)\W*$", text[:m.start(1)])
-            if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS:
+            if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS | _ONE_AFTER:
                 intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))
                 take(m.start(1), m.end())
     _version_alternatives(intent, taken)
@@ -595,7 +656,10 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for pattern, pick in ((_MOST_USED, "max"), (_LEAST_USED, "min")):
         m = pattern.search(text)
         if m and not intent.order and not any(taken[m.start():m.end()]):
-            intent.order, intent.order_words = ("use_count", pick), m.group(0)
+            if _NOT_THE_ONE.search(text[:m.start()]):  # "not the one i use most": it is ruled out, the rest fit
+                intent.ruled_out_order = ("use_count", pick)
+            else:
+                intent.order, intent.order_words = ("use_count", pick), f"{'most' if pick == 'max' else 'least'} used"
             take(m.start(), m.end())
     m = _EVER_USED.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
@@ -632,7 +696,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             continue
         word = m.group(1).lower()
         dated_use = any(c.attribute == "used" for c in intent.constraints)
-        if dated_use and word == "last" and re.match(r"\s+used\b", text[m.end():], re.I):
+        if dated_use and word == "last" and re.match(r"\s+(?:used|ran|run|touched|opened|had\s+(?:it\s+)?out)\b", text[m.end():], re.I):
             continue  # "the ones i last used in april": when they were used, no order among them
         by_use = _USE_WORDS.search(text) and not dated_use
         intent.order = ("used" if by_use else "created", "max" if word.startswith(_NEWEST) else "min")
@@ -755,8 +819,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     """
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit() and (
-        toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and toks[i].key in ENGLISH_STOP_WORDS
-        and vocabulary.names_built_place(toks[i].key))]
+        toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and vocabulary.names_built_place(toks[i].key)
+        and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end)))]
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
@@ -817,10 +881,12 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             if hit and strength > max((p[0] for p in singles), default=0.0) and (
                     hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
                 proposals.append((strength, hit[0], hit[1], (a, b)))
-    # "pen sketch" where a card says pencil sketch: the head alone names no style the modifier makes another kind of
-    proposals = [p for p in proposals if not (len(p[3]) == 1 and p[1] == "style" and p[3][0] - 1 in content
-                                              and _adjacent(scan.text, toks[p[3][0] - 1:p[3][0] + 1])
-                                              and vocabulary.other_kind_of_style(f"{toks[p[3][0] - 1].key} {toks[p[3][0]].key}", p[2]))]
+    # "pen sketch" where a card says pencil sketch, "straw man" where one says straw hat: one
+    # word alone names no term its neighbour makes another kind of
+    proposals = [p for p in proposals if not (len(p[3]) == 1 and any(
+        pair[0] in content and pair[1] in content and _adjacent(scan.text, toks[pair[0]:pair[1] + 1])
+        and vocabulary.other_kind_of_term(f"{toks[pair[0]].key} {toks[pair[1]].key}", p[1], p[2])
+        for pair in ((p[3][0] - 1, p[3][0]), (p[3][0], p[3][0] + 1))))]
     for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then
         whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
         proposals = [p for p in proposals if not (p[3] == (b,) and (whole or ())[:2] != p[1:3])]
@@ -884,8 +950,9 @@ def _hyphened_to_style(intent: Intent, scan: _Scan, j: int) -> bool:
     return any(c.attribute == "style" and c.start <= toks[k].start < c.end for c in intent.constraints for k in run)
 
 
-# "down in a mine", "by the old mill": after an article an English stop word is a noun, a place if it
-# names one; a word about making checkpoints ("the train" of "train a model") stays one.
+# "down in a mine", "by the old mill", "on a train": after an article an English stop word, or a word
+# about making checkpoints ending its phrase, is a noun, a place if it names one ("train a model" has no
+# article before it; "the train shed" is a shed).
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.I)
 _PARTICLE = re.compile(r"\s+(?:out|around|about)\b", re.I)
 
@@ -896,7 +963,7 @@ _POSE_BEFORE_PLACE = re.compile(r"\s+(?:on|in|at|by|among|beside|near|under|insi
 
 
 # What joins a verb to the style it was made in: "painted in", "drawn as a", "done with".
-_BEFORE_STYLE = re.compile(r"\s+(?:in|as|with)\s+(?:an?\s+)?", re.I)
+_BEFORE_STYLE = re.compile(r"\s+(?:in|as|with|by)\s+(?:an?\s+|the\s+)?", re.I)  # "drawn by a plotter"
 
 
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
@@ -919,10 +986,12 @@ def _compound_nouns(content: list[int], scan: _Scan, vocabulary: CatalogVocabula
 
 def _may_add_second(intent: Intent, attribute: str, text: str, tok: Token) -> bool:
     """Whether a second term of an attribute may join the first: "not watercolour... not the pixel one"
-    rules out two styles, "not cartoon, watercolour" rules one out and asks for the other."""
+    rules out two styles, "not cartoon, watercolour" rules one out and asks for the other, and
+    "cartoon or pixel" asks for either."""
     def ruled_out(start: int) -> bool:
         return bool(_EXCLUSION.search(text[:start]))
-    return ruled_out(tok.start) or any(c.attribute == attribute and ruled_out(c.start) for c in intent.constraints)
+    return ruled_out(tok.start) or any(c.attribute == attribute and (ruled_out(c.start) or 0 <= c.end <= tok.start and _OR_BETWEEN.fullmatch(text[c.end:tok.start]))
+                                       for c in intent.constraints)  # "photoreal or pixel": either
 
 
 def _part_of_term(vocabulary: CatalogVocabulary, tok: Token, found: set[str]) -> bool:

@@ -52,7 +52,7 @@ PATTERNS = [
     ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
     # "haven't used since march 2025": last used then (the window's words start at "used")
-    ("not_since", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?since\s+"
+    ("not_since", re.compile(rf"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?since\s+"
                              rf"(?:the\s+)?({_POINT}))\b", re.I)),
     # "haven't used in over a year", "not used in 3 months": last used before that long ago
     ("not_within", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?(?:in|for)\s+"
@@ -60,6 +60,8 @@ PATTERNS = [
     # "from 2025 or later", "march onwards", "from 2025 on", "2024 or earlier": the point and all after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
                               rf"earlier|before|older|prior)|(onwards?|forwards?|on(?!\s+\w)))\b", re.I)),
+    # "older than 2025" is before it; "no older than 2025" is from its start on
+    ("than", re.compile(rf"\b(no\s+|not\s+)?(older|earlier|newer|later|younger)\s+than\s+(?:the\s+)?({_POINT})\b", re.I)),
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
@@ -76,6 +78,8 @@ PATTERNS = [
                            + r")(?:\s+(?:of\s+)?(last\s+year|(?:19|20)\d\d))?\b", re.I)),
     ("date", re.compile(rf"\b{_PREP}({_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_MONTH}\s+{_DAY}(?!\d))\b", re.I)),
     ("ago", re.compile(rf"\b({_NUM}\s+(day|week|month|year)s?\s+ago)\b", re.I)),
+    # "the year before last": the calendar unit two back
+    ("before_last", re.compile(rf"\b(?:from\s+|in\s+)?(?:the\s+)?{_UNIT}\s+before\s+last\b", re.I)),
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
     ("day", re.compile(r"\b(?:from\s+)?(today|(?:the\s+)?day\s+before\s+yesterday|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
@@ -316,6 +320,11 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         earlier = (m.group(2) or "").lower() in ("earlier", "before", "older", "prior")
         bounds = _bound("until" if earlier else "since", m.group(1), now)
         return None if bounds is None else TimeWindow(words, *bounds)
+    if kind == "than":
+        older = m.group(2).lower() in ("older", "earlier")
+        kind_of_bound = {(True, False): "before", (True, True): "since", (False, False): "after", (False, True): "until"}
+        bounds = _bound(kind_of_bound[older, bool(m.group(1))], m.group(3), now)
+        return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "bound":
         bounds = _bound("since" if m.group(3) else m.group(1).lower(), m.group(2), now)
         return None if bounds is None else TimeWindow(words, *bounds)
@@ -325,6 +334,9 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "date":
         moment = _moment(m.group(1), now)
         return None if moment is None else TimeWindow(words, *_day(moment))
+    if kind == "before_last":
+        unit = _unit(m.group(1))
+        return TimeWindow(words, *_span(now - relativedelta(**{unit + "s": 2}), unit))
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
         phrase = re.sub(r"^(?:a\s+)?couple(?:\s+of)?\b", "2", phrase)  # "a couple of weeks ago"; "a few" is no date

@@ -51,7 +51,9 @@ MEANING_TEMPLATES = {"subject": "a photo of a {}", "style": "an image in {} styl
 MEANING_FLOORS = {"subject": 0.70, "style": 0.70, "environment": 0.75}
 # The bare word must also be somewhat close: templates alone pull any short word ("sure") upward.
 BARE_MEANING_FLOOR = 0.45
+ONE_THING_FLOOR = 0.87  # two names MiniLM puts this near are one thing, whatever their head nouns
 SPELLING_MIN_RATIO = 0.85
+UNKNOWN_NAME_MIN_LENGTH = 4  # "idc", "tbh", "ngl": chat shorthand is short
 MISSPELLING_RATIO = 0.7  # below SPELLING_MIN_RATIO: too far to correct, yet too near to be another word
 SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
 # "papermarbled" of "paper-marbling", "quilted" of "quilting": endings two forms of one style word may differ by
@@ -216,6 +218,8 @@ class CatalogVocabulary:
         self._drop_common_cues(len(cards))
         self.max_term_len = max((len(k) for table in self.terms.values() for k in table), default=1)
         self._term_list = [(a, k) for a in self.ATTRIBUTES for k in self.terms[a]]
+        # "corkboard" for a "cork board": a term of several words typed as one
+        self._closed_forms = {("".join(k),): (a, k) for a, k in self._term_list if len(k) > 1}
         self._term_vectors: dict[str, np.ndarray] | None = None
         self._bare_vectors: dict[str, np.ndarray] = {}
         self._word_cache: dict[str, tuple[str, tuple[str, ...], float] | None] = {}
@@ -306,23 +310,51 @@ class CatalogVocabulary:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
 
-    def other_kind_of_style(self, phrase: str, key: tuple[str, ...]) -> bool:
-        """Whether a two-word phrase names another kind of a two-word style's head noun ("pen sketch"
-        for a pencil sketch)."""
-        return key in self.terms["style"] and self._other_kind(phrase, self.labels[("style", key)])
+    def other_kind_of_term(self, phrase: str, attribute: str, key: object) -> bool:
+        """Whether a two-word phrase names another kind of thing than a two-word term it shares a word
+        with ("pen sketch" for a pencil sketch, "straw man" for a straw hat)."""
+        return key in self.terms[attribute] and self._other_kind(phrase, self.labels[(attribute, key)], attribute)
 
-    def _other_kind(self, phrase: str, label: str) -> bool:
-        """Two two-word styles of one head noun whose modifiers are nouns WordNet knows apart name two
-        kinds of it: a film poster is no circus poster, a pen sketch no pencil sketch, whatever MiniLM
-        says. Modifiers that are no nouns may say one thing twice (leaded and painted glass), and one a
-        card of the style describes says what it is made of ("wool felt" where its cards say wool). A
-        creature before the head is what is drawn ("a walrus decal" is a decal of a walrus), no kind of it."""
+    def _other_kind(self, phrase: str, label: str, attribute: str = "style") -> bool:
+        """Two two-word names that agree in one word and whose other words are nouns WordNet knows
+        apart name two kinds of thing, whatever MiniLM says: of one head noun (or its synonym), a film
+        poster is no circus poster, a game room no music room, an oak grove no elm wood; of one
+        modifier, a straw man is no straw hat where WordNet knows one of them as one noun and MiniLM
+        does not put the two as one (a coffee maker is a coffee machine), though one place may
+        go by two heads (a taxi rank is a taxi stand). Modifiers that are no nouns may say one thing twice (leaded and painted
+        glass), and one a card of the term describes says what it is made of ("wool felt" where its
+        cards say wool). A creature before a style's head is what is drawn ("a walrus decal" is a
+        decal of a walrus), no kind of it."""
         mine, theirs = phrase.split(), label.split()
-        if self.lexicon is None or not (len(mine) == len(theirs) == 2 and norm(mine[1]) == norm(theirs[1])):
+        if self.lexicon is None or not len(mine) == len(theirs) == 2:
             return False
-        if self.cue_words.get(norm(mine[0]), set()) & self.terms["style"].get(term_key(label), set()) or self.is_creature_noun(mine[0]):
+        if attribute == "style" and self.is_creature_noun(mine[0]):
             return False
-        return self._nouns_apart(mine[0], theirs[0]) and self.lexicon.is_mainly_noun(mine[0]) and self.lexicon.is_mainly_noun(theirs[0])
+        other = 0 if self._kin(mine[1], theirs[1]) else 1 if attribute == "subject" and norm(mine[0]) == norm(theirs[0]) and (
+            self.is_compound(phrase) or self.is_compound(label)) and not self._one_thing(phrase, label) else None
+        if other is None or self.cue_words.get(norm(mine[other]), set()) & self.terms[attribute].get(term_key(label), set()):
+            return False
+        return self._other_noun(mine[other], theirs[other])
+
+    def _one_thing(self, phrase: str, label: str) -> bool:
+        """Whether MiniLM puts two names nearly as one (two words for one appliance, not a man and a house)."""
+        if self.embedder is None:
+            return False
+        vectors = self.embedder.embed([phrase, label])
+        return float(vectors[0] @ vectors[1]) >= ONE_THING_FLOOR
+
+    def _kin(self, word: str, other: str) -> bool:
+        """Whether two words name one thing: the same word, a shared WordNet sense, or one a kind of the other."""
+        if norm(word) == norm(other) or _one_stem(word, other):
+            return True
+        lex = self.lexicon
+        mine, theirs = set(lex.senses(word)), set(lex.senses(other))
+        return bool(mine & theirs) or any(a in lex.ancestors(b, LEXICON_MAX_UP) or b in lex.ancestors(a, LEXICON_MAX_UP) for a in mine for b in theirs)
+
+    def _other_noun(self, word: str, other: str) -> bool:
+        """Whether both words are mainly nouns that WordNet knows apart, neither a kind of the other."""
+        return self.lexicon.is_mainly_noun(word) and self.lexicon.is_mainly_noun(other) and self._nouns_apart(word, other) \
+            and not self._kin(word, other)
 
     def names_art_style(self, word: str) -> bool:
         """Whether WordNet knows the word as an artistic movement or style; without WordNet none is."""
@@ -347,6 +379,10 @@ class CatalogVocabulary:
     def is_verb(self, word: str) -> bool:
         """Whether WordNet knows the word as a verb; without WordNet none is."""
         return self.lexicon is not None and self.lexicon.is_verb(word)
+
+    def is_mainly_noun(self, word: str) -> bool:
+        """Whether WordNet knows the word mostly as a noun ("gingerbread", not "red" or "hunting"); without WordNet none is."""
+        return self.lexicon is not None and self.lexicon.is_mainly_noun(word)
 
     def is_noun(self, word: str) -> bool:
         """Whether WordNet knows the word as a noun; without WordNet every word may be one."""
@@ -438,13 +474,17 @@ class CatalogVocabulary:
             self._style_cache[phrase] = self.names_art_form(phrase.replace(" ", "_")) or self._near_style_anchor(phrase)
         return self._style_cache[phrase]
 
-    def names_unknown_craft(self, word: str) -> bool:
-        """Whether a word may be the name of a craft or brand the catalog lacks: WordNet knows no form
-        of it, it is no "-y" slang made from a word ("trippy"), and it is no misspelling of a catalog
-        word too far gone to correct ("memfis"). Without WordNet no word is."""
-        if self.lexicon is None or self.lexicon.is_word(word):
+    def names_unknown(self, word: str) -> bool:
+        """Whether a word may be the name of a craft, brand or thing the catalog lacks ("a kendama"),
+        or a misspelling of one ("elefant"): WordNet knows no form of it, it is no chat
+        shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
+        its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
+        correct ("memfis"). Without WordNet no word is."""
+        if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH or self.lexicon.is_word(word):
             return False
         if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
+            return False
+        if word.endswith("in") and (word + "g" in STOP_WORDS or self.lexicon.is_word(word + "g")):
             return False
         return not any(difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
 
@@ -515,7 +555,8 @@ class CatalogVocabulary:
         definition (0.04) is read before the embedder, which would place it by sound alone."""
         if phrase in self._word_cache:
             return self._word_cache[phrase]
-        found = self._by_spelling(phrase) or self._style_by_definition(phrase)
+        closed = self._closed_forms.get((phrase,))
+        found = (*closed, 1.0) if closed else self._by_spelling(phrase) or self._style_by_definition(phrase)
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
@@ -528,7 +569,7 @@ class CatalogVocabulary:
         if found is not None and found[0] == "subject" and self._outside_category(phrase, found[1]):
             found = None
         if found is None:
-            found = self._categories_below(phrase) or self._by_head_noun(phrase)
+            found = self._categories_below(phrase) or self._by_head_noun(phrase) or self._by_first_word(phrase)
         self._word_cache[phrase] = found
         return found
 
@@ -560,7 +601,7 @@ class CatalogVocabulary:
             if attribute == "subject":  # "cat" is not "tabby cat": subjects go by meaning only
                 continue
             label = " ".join(key)
-            if attribute == "style" and self._other_kind(phrase, label):
+            if self._other_kind(phrase, label, attribute):
                 continue
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
                             for part in key)
@@ -655,7 +696,7 @@ class CatalogVocabulary:
         and shore and beach ("sand sloping down to the water of a sea") are both WordNet's geological
         formations; the ocean is a body of water, and two buildings for different uses share only
         "building"."""
-        if attribute == "style" and self._other_kind(phrase, label):
+        if self._other_kind(phrase, label, attribute):
             return True
         lex = self.lexicon
         if lex is None:
@@ -909,6 +950,12 @@ class CatalogVocabulary:
                 return None
         key = keys[0] if len(keys) == 1 else next(iter(categories))
         return "subject", key, HEAD_NOUN_STRENGTH
+
+    def _by_first_word(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The one two-word subject term a word starts, which nothing else placed ("rocking" for a
+        rocking chair); a neighbour making another kind of it is checked where the words are read."""
+        keys = [key for key in self.terms["subject"] if len(key) == 2 and key[0] == phrase]
+        return ("subject", keys[0], HEAD_NOUN_STRENGTH) if len(keys) == 1 else None
 
     def _animal_named_apart(self, senses: set[int], key: tuple[str, ...]) -> bool:
         """Whether an animal term's name is not built on the word of `senses`, the group WordNet files it
