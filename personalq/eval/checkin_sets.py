@@ -29,14 +29,16 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `sedge`, `scree`, `loam`, `gorse`, `marl`, `silt`, `tor`, `fen`, `crag`, `knoll`, `holt`, `wold`, `rill`,
 `carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw`, `haugh`, `rigg`, `howe`, `nab`, `keld`,
 `mere`, `scar`, `slack`, `lound`, `wyke`, `toft`, `hurst`, `rake`, `stean`, `booth`, `pike`, `royd`, `slade`,
-`knott`, `bield`, `heugh`, `storth`, `wath`, `gowt`, `rean`, `lonning`, `ginnel` and `snicket`; read freely,
+`knott`, `bield`, `heugh`, `storth`, `wath`, `gowt`, `rean`, `lonning`, `ginnel`, `snicket`, `scaur`, `grough`,
+`flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog` and `dumble`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
                   "scree", "loam", "gorse", "marl", "silt", "tor", "fen", "crag", "knoll", "holt", "wold", "rill",
                   "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh", "rigg", "howe", "nab",
                   "keld", "mere", "scar", "slack", "lound", "wyke", "toft", "hurst", "rake", "stean", "booth", "pike",
-                  "royd", "slade", "knott", "bield", "heugh", "storth", "wath", "gowt", "rean", "lonning", "ginnel", "snicket")
+                  "royd", "slade", "knott", "bield", "heugh", "storth", "wath", "gowt", "rean", "lonning", "ginnel", "snicket",
+                  "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -46,14 +48,17 @@ session 37 over the two catalogs, `sike`, `thwaite` and `garr`; 419 in session 3
 39 over the two catalogs, `laithe`, `swang` and `shiel`, then 394 over the two catalogs, `hope`, `outgang`
 and `thorpe`; 413 in session 40 over the two catalogs, `clough`, `frith` and `wray`, then 414 over the two
 catalogs, `snape`, `thack` and `brant`, then 403 over the two catalogs, `snab`, `yat` and `staithe`, then 409
-over the two catalogs, `skelf`, `cowp` and `gimmer`); like test, only
+over the two catalogs, `skelf`, `cowp` and `gimmer`; 406 in session 41 over the two catalogs, `stell`, `hirst`
+and `linn`, then 403 over the two catalogs, `gote`, `lode` and `fleam`, then 405 over the two catalogs,
+`ryding`, `sneck` and `hemmel`, then 405 over the two catalogs, `soke`, `clow` and `bink`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
 HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", "garth", "gill", "beck", "cleugh", "sike", "thwaite",
                     "garr", "hause", "hagg", "ings", "gair", "snook", "sough", "laithe", "swang", "shiel",
                     "hope", "outgang", "thorpe", "clough", "frith", "wray", "snape", "thack", "brant",
-                    "snab", "yat", "staithe", "skelf", "cowp", "gimmer")
+                    "snab", "yat", "staithe", "skelf", "cowp", "gimmer", "stell", "hirst", "linn", "gote", "lode", "fleam",
+                    "ryding", "sneck", "hemmel", "soke", "clow", "bink")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
