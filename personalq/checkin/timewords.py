@@ -45,6 +45,8 @@ _UNIT = r"(day|week|wk|month|year|yr)"  # "this yr", "past 2 wks": the chat abbr
 _UNIT_NAMES = {"wk": "week", "yr": "year"}
 _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven eight nine ten eleven twelve".split())} | {
     "a": 1, "an": 1, "couple": 2, "few": 3}  # "the past couple of weeks", "the past few days"
+# "older than" / "no older than" / "newer than" / "no newer than" a point: the bound each sets
+_THAN_BOUNDS = {(True, False): "before", (True, True): "since", (False, False): "after", (False, True): "until"}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
 # Order matters: longer, more specific phrases first; each match consumes its characters.
@@ -321,9 +323,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         bounds = _bound("until" if earlier else "since", m.group(1), now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "than":
-        older = m.group(2).lower() in ("older", "earlier")
-        kind_of_bound = {(True, False): "before", (True, True): "since", (False, False): "after", (False, True): "until"}
-        bounds = _bound(kind_of_bound[older, bool(m.group(1))], m.group(3), now)
+        bounds = _bound(_THAN_BOUNDS[m.group(2).lower() in ("older", "earlier"), bool(m.group(1))], m.group(3), now)
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "bound":
         bounds = _bound("since" if m.group(3) else m.group(1).lower(), m.group(2), now)

@@ -315,24 +315,27 @@ class CatalogVocabulary:
         with ("pen sketch" for a pencil sketch, "straw man" for a straw hat)."""
         return key in self.terms[attribute] and self._other_kind(phrase, self.labels[(attribute, key)], attribute)
 
-    def _other_kind(self, phrase: str, label: str, attribute: str = "style") -> bool:
+    def _other_kind(self, phrase: str, label: str, attribute: str) -> bool:
         """Two two-word names that agree in one word and whose other words are nouns WordNet knows
         apart name two kinds of thing, whatever MiniLM says: of one head noun (or its synonym), a film
         poster is no circus poster, a game room no music room, an oak grove no elm wood; of one
         modifier, a straw man is no straw hat where WordNet knows one of them as one noun and MiniLM
-        does not put the two as one (a coffee maker is a coffee machine), though one place may
-        go by two heads (a taxi rank is a taxi stand). Modifiers that are no nouns may say one thing twice (leaded and painted
-        glass), and one a card of the term describes says what it is made of ("wool felt" where its
-        cards say wool). A creature before a style's head is what is drawn ("a walrus decal" is a
-        decal of a walrus), no kind of it."""
+        does not put the two as one (a coffee maker is a coffee machine), though one place may go by
+        two heads (a taxi rank is a taxi stand). Modifiers that are no nouns may say one thing twice
+        (leaded and painted glass), and one a card of the term describes says what it is made of
+        ("wool felt" where its cards say wool). A creature before a style's head is what is drawn ("a
+        walrus decal" is a decal of a walrus), no kind of it."""
         mine, theirs = phrase.split(), label.split()
-        if self.lexicon is None or not len(mine) == len(theirs) == 2:
+        if self.lexicon is None or not len(mine) == len(theirs) == 2 or attribute == "style" and self.is_creature_noun(mine[0]):
             return False
-        if attribute == "style" and self.is_creature_noun(mine[0]):
+        if self._kin(mine[1], theirs[1]):
+            other = 0
+        elif attribute == "subject" and norm(mine[0]) == norm(theirs[0]) and (self.is_compound(phrase) or self.is_compound(label)) \
+                and not self._one_thing(phrase, label):
+            other = 1
+        else:
             return False
-        other = 0 if self._kin(mine[1], theirs[1]) else 1 if attribute == "subject" and norm(mine[0]) == norm(theirs[0]) and (
-            self.is_compound(phrase) or self.is_compound(label)) and not self._one_thing(phrase, label) else None
-        if other is None or self.cue_words.get(norm(mine[other]), set()) & self.terms[attribute].get(term_key(label), set()):
+        if self.cue_words.get(norm(mine[other]), set()) & self.terms[attribute].get(term_key(label), set()):
             return False
         return self._other_noun(mine[other], theirs[other])
 
