@@ -50,7 +50,9 @@ and `thorpe`; 413 in session 40 over the two catalogs, `clough`, `frith` and `wr
 catalogs, `snape`, `thack` and `brant`, then 403 over the two catalogs, `snab`, `yat` and `staithe`, then 409
 over the two catalogs, `skelf`, `cowp` and `gimmer`; 406 in session 41 over the two catalogs, `stell`, `hirst`
 and `linn`, then 403 over the two catalogs, `gote`, `lode` and `fleam`, then 405 over the two catalogs,
-`ryding`, `sneck` and `hemmel`, then 405 over the two catalogs, `soke`, `clow` and `bink`); like test, only
+`ryding`, `sneck` and `hemmel`, then 405 over the two catalogs, `soke`, `clow` and `bink`, then, once its rules
+had landed, 409 over the two catalogs, `grike`, `clint` and `hurn`, and 403 over the two catalogs, `sheugh`,
+`cundy` and `yett`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -58,7 +60,7 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "garr", "hause", "hagg", "ings", "gair", "snook", "sough", "laithe", "swang", "shiel",
                     "hope", "outgang", "thorpe", "clough", "frith", "wray", "snape", "thack", "brant",
                     "snab", "yat", "staithe", "skelf", "cowp", "gimmer", "stell", "hirst", "linn", "gote", "lode", "fleam",
-                    "ryding", "sneck", "hemmel", "soke", "clow", "bink")
+                    "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
