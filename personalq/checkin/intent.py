@@ -43,8 +43,9 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 _ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
-_NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|(?:is|are|was)n['’]?t|except(?:\s+for)?)\s+(?:the|my)\s+" + _ENDS + ")", re.I)
-_NOT_THE_ONE = re.compile(r"\b(?:not|(?:is|are|was)n['’]?t|except(?:\s+for)?|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
+_NOT_BESIDE_NOT = r"(?:is|are|was)n['’]?t|except(?:\s+for)?"  # "isn't", "except": like "not", before an order word
+_NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|" + _NOT_BESIDE_NOT + r")\s+(?:the|my)\s+" + _ENDS + ")", re.I)
+_NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
 _ANY_BUT_ORDER = re.compile(r"\bany\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
@@ -559,6 +560,7 @@ def _alternatives(text: str, constraints: list[Constraint]) -> list[Constraint]:
 
 
 def _as_alternatives(value: object) -> frozenset:
+    """A constraint's value as the alternatives it allows: its frozenset, or the one value."""
     return value if isinstance(value, frozenset) else frozenset({value})
 
 
@@ -722,25 +724,22 @@ def _part_of_a_term(text: str, start: int, end: int, vocabulary: CatalogVocabula
 def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
     """"v1 or v2", "2nd or 3rd version": versions joined by "or" are one constraint that either meets
     (a frozenset of numbers), not two that no checkpoint can meet at once."""
-    def numbers(c: Constraint) -> frozenset:
-        return c.value if isinstance(c.value, frozenset) else frozenset({c.value})
-
     merged: list[Constraint] = []
     for c in sorted(intent.constraints, key=lambda c: c.start):
         last = merged[-1] if merged else None
         bare = _LEFT_ALTERNATIVE.search(intent.text[:c.start]) if c.attribute == "version" else None
         if last is not None and c.attribute == last.attribute == "version" and _OR.fullmatch(intent.text[last.end:c.start]):
-            merged[-1] = replace(last, value=numbers(last) | numbers(c), words=intent.text[last.start:c.end], end=c.end)
+            merged[-1] = replace(last, value=_as_alternatives(last.value) | _as_alternatives(c.value), words=intent.text[last.start:c.end], end=c.end)
         elif bare and not any(taken[bare.start():bare.end()]):
             number = int(bare.group(1)) if bare.group(1) else _ORDINALS.index(bare.group(2).lower()) + 1
-            merged.append(replace(c, value=numbers(c) | {number}, words=intent.text[bare.start():c.end], start=bare.start()))
+            merged.append(replace(c, value=_as_alternatives(c.value) | {number}, words=intent.text[bare.start():c.end], start=bare.start()))
             taken[bare.start():c.start] = [True] * (c.start - bare.start())
         else:
             merged.append(c)
         after = _RIGHT_ALTERNATIVE.match(intent.text, merged[-1].end) if merged[-1].attribute == "version" else None
         if after and not any(taken[after.start():after.end()]):  # "version 1 or 2"
             last = merged[-1]
-            merged[-1] = replace(last, value=numbers(last) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
+            merged[-1] = replace(last, value=_as_alternatives(last.value) | {int(after.group(1))}, words=intent.text[last.start:after.end()], end=after.end())
             taken[after.start():after.end()] = [True] * (after.end() - after.start())
         if merged[-1].attribute != "version":
             continue
@@ -748,11 +747,11 @@ def _version_alternatives(intent: Intent, taken: list[bool]) -> None:
         than = _THAN.search(intent.text[:last.start])
         beyond = _OR_BEYOND.match(intent.text, last.end)
         if than and not any(taken[than.start():than.end()]):  # "newer than v2": every later version, not v2 itself
-            versions = _versions_past(numbers(last), than.group(1), inclusive=False)
+            versions = _versions_past(_as_alternatives(last.value), than.group(1), inclusive=False)
             merged[-1] = replace(last, value=versions, words=intent.text[than.start():last.end], start=than.start())
             taken[than.start():last.start] = [True] * (last.start - than.start())
         elif beyond and not any(taken[beyond.start():beyond.end()]):  # "v2 or later", "version 3 and below"
-            versions = _versions_past(numbers(last), beyond.group(1), inclusive=True)
+            versions = _versions_past(_as_alternatives(last.value), beyond.group(1), inclusive=True)
             merged[-1] = replace(last, value=versions, words=intent.text[last.start:beyond.end()], end=beyond.end())
             taken[beyond.start():beyond.end()] = [True] * (beyond.end() - beyond.start())
     intent.constraints = merged
