@@ -207,9 +207,9 @@ def test_rewrite_rules():
 
 
 def test_multi_token_trigger_is_kept_whole(checkin):
-    result = ask(checkin, "my plush rabbit on the moon")
+    result = ask(checkin, "my plush rabbit at dawn")  # lighting for the prompt ("on the moon" would be a place no card has)
     assert result.checkpoint_id == "toy-v1"
-    assert result.rewritten_prompt == "sks plush toy on the moon"
+    assert result.rewritten_prompt == "sks plush toy at dawn"
 
 
 def test_never_invents_a_trigger(checkin):

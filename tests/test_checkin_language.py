@@ -1525,3 +1525,70 @@ def test_a_two_word_term_typed_as_one_word_is_that_term(tmp_path_factory):
         entry("lamp-1", "lamp", "gouache", "roller disco", "2024-04-01T12:00:00Z", "A lamp on a wall.", 1, 0),
     ], tmp_path_factory, "closed-compound")
     test_phrasings_a_fourth_stranger_batch_showed(things, ("rollerskate",), "select", {"skate-1"})
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("my kite on the moon",), "no_match", {"moon"}),                          # a body one can stand on is a place
+    (("the ocarina on mars",), "no_match", {"mars"}),
+    (("the best kite in the world",), "clarify", {"kite-1", "kite-2", "kite-3"}),  # the Earth is every picture's place
+    (("the kite i used a few days ago",), "select", {"kite-2"}),                # about so long ago, not one day
+    (("kites i made since spring last year",), "clarify", {"kite-1", "kite-2", "kite-3"}),
+    (("kite made sep-oct last year",), "select", {"kite-1"}),                   # two months and all between
+    (("the kite in cubism",), "no_match", {"cubism"}),                          # an art movement after "in"
+    (("the ocarina in lace",), "no_match", {"lace"}),                           # a material after "in"
+    (("the kite but art nouveau",), "no_match", {"art nouveau"}),               # a movement's two-word name anywhere
+    (("the blue-colored kite",), "select", {"kite-2"}),                         # "-colored" is the blue's
+    (("the least used kite i've actually used",), "select", {"kite-2"}),        # of those ever used
+    (("the kite i barely ever touch",), "select", {"kite-3"}),
+    (("kite, but not the brand new one",), "clarify", {"kite-1", "kite-2"}),
+    (("my most used kite", "no, the pastel one"), "select", {"kite-3"}),        # the order goes where nothing else fits
+    (("kite, not the first", "3"), "select", {"kite-3"}),                       # no third option offered: version 3
+    (("the kite", "actually, anything gouache"), "clarify", {"kite-2", "ocarina-1"}),
+    (("the kite", "wait no, i want a gouache thing on the meadow"), "clarify", {"kite-2", "ocarina-1"}),
+    (("something on the quay", "nah, show me what i have in gouache"), "clarify", {"kite-2", "ocarina-1"}),  # the question turned down
+    (("kite v1", "same but the gouache one"), "select", {"kite-2"}),            # the style names another version
+    (("a corduroy kite",), "no_match", {"corduroy"}),                           # a fabric, though a log road too
+])
+def test_phrasings_the_forty_sixth_to_fifty_second_stranger_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+@pytest.mark.parametrize("style, place, other, messages, action, expected", [
+    ("gouache", "water meadow", "A lamp.", ("the lamp in watercolor",), "no_match", {"watercolor"}),  # no form of "water"
+    ("gouache", "candy store", "A lamp.", ("the candy shop ones",), "clarify", {"lamp-1", "lamp-2"}),
+    ("linocut", "quay", "A lamp.", ("the lamp in lino",), "select", {"lamp-1"}),       # the style's clipped name
+    ("batik", "quay", "A lamp of shell pieces.", ("a batik piece",), "select", {"lamp-1"}),  # an artwork, no description word
+    ("batik", "quay", "A lamp print on a wall.", ("a batik print",), "select", {"lamp-1"}),  # the style's medium noun
+    ("batik", "quay", "A lamp.", ("the lamp i haven't used at all this year",), "select", {"lamp-1"}),
+])
+def test_phrasings_about_one_card_the_forty_sixth_to_fifty_second_batches_showed(tmp_path_factory, style, place, other, messages,
+                                                                                action, expected):
+    """`other` describes the second lamp, a gouache one in a candy store used this year."""
+    things = checkin_over([
+        entry("lamp-1", "lamp", style, place, "2024-02-01T12:00:00Z", "A lamp.", 1, 3, "2024-12-01T12:00:00Z"),
+        entry("lamp-2", "lamp", "gouache", "candy store", "2024-04-01T12:00:00Z", other, 2, 5, "2025-03-01T12:00:00Z"),
+        entry("yak-1", "yak", "pastel", "quay", "2024-05-01T12:00:00Z", "A yak.", 1, 0),
+    ], tmp_path_factory, f"one-card-{style}-{place}-{len(other)}")
+    test_phrasings_a_fourth_stranger_batch_showed(things, messages, action, expected)
+
+
+def test_an_answer_may_name_an_offered_subject_by_a_word_far_above_it(tmp_path_factory):
+    things = checkin_over([
+        entry("lamp-1", "lamp", "pastel", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("yak-1", "yak", "pastel", "quay", "2024-05-01T12:00:00Z", "A yak.", 1, 0),
+    ], tmp_path_factory, "far-above")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the pastel ones", "the animal"), "select", {"yak-1"})
+
+
+def test_christmas_day_is_a_date():
+    test_fixed_holidays_are_dates("used on christmas day 2024", "2024-12-25", "2024-12-26")
+
+
+def test_a_different_animal_is_still_an_animal(tmp_path_factory):
+    things = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0),
+        entry("newt-1", "newt", "batik", "quay", "2024-05-01T12:00:00Z", "A newt.", 1, 0),
+        entry("stool-1", "stool", "batik", "quay", "2024-06-01T12:00:00Z", "A stool.", 1, 0),
+        entry("wren-1", "wren", "pastel", "meadow", "2024-07-01T12:00:00Z", "A wren.", 1, 0),
+    ], tmp_path_factory, "different-animal")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the batik lamp", "same style but a different animal"), "select", {"newt-1"})

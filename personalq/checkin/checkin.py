@@ -38,7 +38,9 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "background": "environment", "scene": "environment",
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
-_ANY_SUBJECT = re.compile(r"\b(?:anything|something)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|\b(?:any|whatever)\s+subject\b|"
+_ANY_SUBJECT = re.compile(r"\b(?:anything|something|(?:a|an|any|some)\s+[\w-]+\s+thing)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
+                          r"\b(?:a|an|any|some)\s+[\w-]+\s+thing\s*(?:$|[,.!?])|\b(?:any|whatever)\s+subject\b|"  # "a neon thing"
+                          r"\b(?:anything|something)\s+(?!else\b)[\w-]+(?<!er)\s*(?:$|[,.!?])|"  # "anything fresco", not "anything newer"
                           r"\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones do i have"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
@@ -445,6 +447,8 @@ class Conversation:
             m = _PICK_OPTION.match(reply)
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
                 reply = self.last.options[_OPTION_INDEX[m.group(1).lower()]]
+            elif re.fullmatch(r"\s*\d{1,2}\s*", reply):
+                reply = f"v{reply.strip()}"  # "3" where two were offered: no option's place, a version (not "2025", a year)
         if isinstance(reply, ClarificationOption):
             if not asked:
                 return self.ask(reply.label)
@@ -478,8 +482,14 @@ class Conversation:
         # "same but on the beach" keeps the style; "same but the one with icebergs", only details, may drop the earlier place
         if self.last.action == "no_match" and (not _KEEP_THE_REST.search(reply) or all(c.attribute == "cue" for c in follow.constraints)):
             self._drop_earlier(follow, only=("cue",) if asked else None)
+        elif self.last.action == "no_match" and any(c.attribute == "style" and not c.excluded for c in follow.constraints):
+            self._drop_earlier(follow, only=("version",))  # "horse v1", then "same but the watercolor one": the style names another
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):
             self._drop_earlier(follow, other_than=chosen)  # "the cartoon horse", then "the newest one then"
+        if asked and self.last.action == "no_match" and _TURNING_DOWN.match(reply):
+            kept = self.request, self.intent, self.last  # "nah, show me what i have in fresco": the question turned
+            if self.ask(reply).action == "no_match":  # down, and a request of its own where the two together fit nothing
+                self.request, self.intent, self.last = kept
         return self.last
 
     def _same_or_other(self, reply: str, follow: Intent) -> tuple[Intent, Intent]:
@@ -506,7 +516,8 @@ class Conversation:
             if not earlier and self.last.action == "select":  # "the watercolor dog", then "same place but ...": the chosen one's place
                 value = _attribute_value(self.checkin.snapshot.cards[self.last.checkpoint_id], "category" if attribute == "subject" else attribute)
                 earlier = [Constraint(attribute, term_key(value), value)] if value else []
-            follow.constraints = [c for c in follow.constraints if not m.start() <= c.start < m.end()]
+            follow.constraints = [c for c in follow.constraints if not m.start() <= c.start < m.end()
+                                  or not keep and c.attribute == "subject"]  # "a different animal": still an animal
             if keep:
                 base = Intent(base.text, earlier)
             else:
@@ -516,7 +527,8 @@ class Conversation:
     def _drop_earlier(self, follow: Intent, other_than: str | None = None, only: tuple[str, ...] | None = None) -> None:
         """A refinement that fits nothing with an earlier constraint ("bear number 3", then "no, the
         realistic one") drops that constraint: the latest earlier one whose removal lets something fit,
-        else all its description words at once, which count together ("folded out of paper").
+        else all its description words at once, which count together ("folded out of paper"), else its
+        order word ("my most used horse", then "no, the realistic one", where the realistic horse never was).
         An order word that would choose the checkpoint already chosen asks for another one, so an earlier
         constraint is dropped the same way until it picks `other_than` no more. An answer to a question
         may drop only `only` attributes: a description word may be why the question missed the
@@ -526,8 +538,11 @@ class Conversation:
         earlier = [c for c in self.intent.constraints if id(c) not in new and c.attribute not in ("subject", "unknown")
                    and (only is None or c.attribute in only)]
         cues = [c for c in earlier if c.attribute == "cue"]
-        for dropped in [*([c] for c in reversed(earlier)), *([cues] if len(cues) > 1 else [])]:
-            relaxed = replace(self.intent, constraints=[x for x in self.intent.constraints if all(x is not c for c in dropped)])
+        relaxations = [replace(self.intent, constraints=[x for x in self.intent.constraints if all(x is not c for c in dropped)])
+                       for dropped in [*([c] for c in reversed(earlier)), *([cues] if len(cues) > 1 else [])]]
+        if self.intent.order and not follow.order and only is None:  # "my most used horse", then "no, the realistic one"
+            relaxations.append(replace(self.intent, order=None, order_words="", order_rank=0))
+        for relaxed in relaxations:
             result = self.checkin.decide(self.request, relaxed, self.now, self.pool)
             if result.action != "no_match" and (other_than is None or result.checkpoint_id != other_than):
                 self.intent, self.last = relaxed, result

@@ -42,7 +42,7 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:(?:right|just)\s+)?before\s+(?:the|my)\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
-_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first)(?:\s+one)?\b"
+_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first|brand[\s-]new)(?:\s+one)?\b"  # "not the brand new one"
 _NOT_BESIDE_NOT = r"(?:is|are|was)n['’]?t|except(?:\s+for)?"  # "isn't", "except": like "not", before an order word
 _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|" + _NOT_BESIDE_NOT + r")\s+(?:the|my)\s+" + _ENDS + ")", re.I)
 _NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
@@ -52,7 +52,7 @@ _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)
                         r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others"
-_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?!\s+once)(?:\s+often)?|(?:rarely|barely|hardly(?:\s+ever)?|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touched|opened)|"
+_LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?!\s+once)(?:\s+often)?|(?:rarely|barely|hardly|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touch(?:ed)?|open(?:ed)?)|"
                          r"(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?less\s+than\s+(?:the\s+)?(?:others|rest))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
                          r"(?:never|haven'?t|hasn'?t|didn'?t)\s+(?:\w+\s+){1,4}?(?:using|use|used|trying|try)|unused|never[\s-]used|"
@@ -346,16 +346,17 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
-        in_medium = after_in and (vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
+        clipped = vocabulary.style_clipped_to(tok.key) if medium or after_in else None  # "water painting", "in lino": the style
+        in_medium = after_in and (clipped or vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
                                   or vocabulary.names_unknown(tok.key)  # a craft's own name
-                                  or vocabulary.looks_like_style(tok.key) and vocabulary.names_material_or_kind(tok.key))  # "in porcelain"
+                                  or vocabulary.names_art_style(tok.key)  # "in dadaism"
+                                  or vocabulary.names_material_or_kind(tok.key))  # "in porcelain", "done in felt", "in lace"
         pair = scan.toks[j + 1] if j + 1 in unknown and _adjacent(scan.text, scan.toks[j:j + 2]) else None
         if pair and after_in and (vocabulary.names_compound_matter(f"{tok.key} {pair.key}") or vocabulary.names_medium(pair.key)):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
             return  # "a dog in cast iron": one noun for a material, said as what it is made in; "in felt pen"
         if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
-            clipped = vocabulary.style_clipped_to(tok.key) if medium else None  # "water painting": watercolour
             attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
             intent.constraints = [c for c in intent.constraints  # "print" of "lino print" is no cue of its own
                                   if not (c.attribute == "cue" and tok.start <= c.start and c.end <= end)]
@@ -368,6 +369,11 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
                 or len(span) == 2 and vocabulary.names_compound_matter(words.lower()) \
                 or len(span) == 1 and vocabulary.names_unknown(words.lower()):  # a craft's own name
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
+            return
+    for a, b in _pairs(unknown, scan):  # "a chair but action painting": an art movement's two-word name anywhere
+        words = f"{scan.toks[a].key} {scan.toks[b].key}"
+        if vocabulary.names_art_style(words):
+            _add(intent, ("unknown", words), [scan.toks[a], scan.toks[b]], exact=True)
             return
     after = _right_after_subject(intent, scan, unknown)  # "a chair rococo": an art movement's name after it
     for span in (after[:2], after[:1]) if after else ():
@@ -663,8 +669,8 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             else:
                 intent.order, intent.order_words = ("use_count", pick), f"{'most' if pick == 'max' else 'least'} used"
             take(m.start(), m.end())
-    m = _EVER_USED.search(text)
-    if m and not intent.order and not any(taken[m.start():m.end()]):
+    m = _EVER_USED.search(text)  # "the least used one i've actually used": of those ever used
+    if m and not any(taken[m.start():m.end()]):
         intent.constraints.append(Constraint("never_used", True, m.group(0), m.start(), m.end(), excluded=True))
         take(m.start(), m.end())
     m = _SECOND.search(text)
@@ -798,6 +804,9 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             continue
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
+        if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "style") \
+                and _MEDIUM_AFTER.fullmatch(scan.text, toks[i].end, toks[i + 1].end):
+            scan.used.add(i + 1)  # "a fresco painting": the medium noun of the catalog's style, no look of its own
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "environment") \
                 and vocabulary.is_compound(f"{toks[i].key} {toks[i + 1].key}"):
             scan.used.add(i)  # "rain forest": one noun for a kind of the catalog's place
@@ -807,6 +816,14 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
                 and not (vocabulary.names_thing(toks[i].key) and not vocabulary.names_medium(toks[i].key)):  # "giraffe decal": a creature or thing is drawn
             scan.used.add(i)
             scan.modifiers.add(i)
+
+
+def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:
+    """Two words side by side, both among `indices`."""
+    return [(a, b) for run in _runs(sorted(indices), scan.toks, scan.text) for a, b in zip(run, run[1:])]
+
+
+_COLOURED = re.compile(r"colou?r(?:ed)?", re.I)
 
 
 def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> list[int]:
@@ -819,7 +836,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit() and (
         toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and vocabulary.names_built_place(toks[i].key)
-        and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end)))]
+        and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end)))
+        and not (i and _COLOURED.fullmatch(toks[i].text) and vocabulary.names_colour(toks[i - 1].key))]  # "white-colored": the white
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
@@ -842,6 +860,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
               and (hit := vocabulary.place_made_of(toks[j].key) or j in cues and vocabulary.place_named_alike(toks[j].key))
               and not (j + 1 in content and vocabulary.is_compound(f"{toks[j].key} {toks[j + 1].key}"))}
     cues -= matter.keys()
+    # "but action painting": WordNet's two-word name of an art movement is one style, whose words are no looks
+    cues -= {j for a, b in _pairs(content, scan) if vocabulary.names_art_style(f"{toks[a].key} {toks[b].key}") for j in (a, b)}
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
@@ -855,31 +875,31 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             if hit and not (hit[0] != "environment" and in_place_slot(scan.text, toks[j].start) and vocabulary.names_place(toks[j].key)):
                 proposals.append((hit[2], hit[0], hit[1], (j,)))  # "in the rain" is a setting, never a look
     defined = []  # "a feather pen": the description word WordNet defines in these words
-    for run in _runs(content, toks, scan.text):
-        for a, b in zip(run, run[1:]):
-            hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-            if hit is None and not cues & {a, b}:
-                hit = vocabulary.defined_with_genus(f"{toks[a].key} {toks[b].key}")
-                if hit and hit[0] == "cue":
-                    defined.append((hit[1], (a, b)))
-                    continue
-            where = hit and hit[0] == "environment" and in_place_slot(scan.text, toks[a].start)  # "up in the bell tower"
-            if hit and hit[0] != "subject" and not where and (
-                    _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
-                    and not vocabulary.names_art_form(toks[b].key) and not vocabulary.names_matter(toks[b].key)
-                    and (vocabulary.similar(toks[b].text.lower()) or ())[:2] != hit[:2]
-                    or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")
-                    or hit[0] == "style" and vocabulary.is_creature_noun(toks[a].key)):  # "a walrus decal": the walrus is drawn
-                continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque
-                # watercolor", "folded paper", "wood inlay" are: what a thing is made of, or the style's own kind, is no thing drawn)
-            singles = [p for p in proposals if p[3] in ((a,), (b,))]
-            # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else
-            same = [p[0] for p in singles if hit and p[1:3] == hit[:2]] if len(singles) == 1 else []
-            strength = max(same) + 1e-6 if same else hit[2] if hit else 0.0
-            pair = f"{toks[a].key} {toks[b].key}"  # "tape recorder", "police car": a compound noun is one word, cue or not
-            if hit and strength > max((p[0] for p in singles), default=0.0) and (
-                    hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
-                proposals.append((strength, hit[0], hit[1], (a, b)))
+    for a, b in _pairs(content, scan):
+        hit = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
+        if hit is None and not cues & {a, b}:
+            hit = vocabulary.defined_with_genus(f"{toks[a].key} {toks[b].key}")
+            if hit and hit[0] == "cue":
+                defined.append((hit[1], (a, b)))
+                continue
+        where = hit and hit[0] == "environment" and in_place_slot(scan.text, toks[a].start)  # "up in the bell tower"
+        if hit and hit[0] != "subject" and not where and (
+                _HEAD_END.match(scan.text, toks[b].end) and vocabulary.names_thing(toks[b].key)
+                and not vocabulary.names_art_form(toks[b].key) and not vocabulary.names_matter(toks[b].key)
+                and (vocabulary.similar(toks[b].text.lower()) or ())[:2] != hit[:2]
+                or vocabulary.names_compound_thing(f"{toks[a].key} {toks[b].key}")
+                or hit[0] == "style" and vocabulary.is_creature_noun(toks[a].key)):  # "a walrus decal": the walrus is drawn
+            continue  # "embroidered unicorn", "wine glass": a thing to draw, no part of a style or a place ("opaque
+            # watercolor", "folded paper", "wood inlay" are: what a thing is made of, or the style's own kind, is no thing drawn)
+        singles = [p for p in proposals if p[3] in ((a,), (b,))]
+        # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else;
+        # "candy shop" over its own "candy" where "shop" names another term: the pair is as sure as "candy"
+        same = [p[0] for p in singles if hit and p[1:3] == hit[:2]]
+        strength = max(same) + 1e-6 if same and (len(singles) == 1 or hit[2] >= max(same)) else hit[2] if hit else 0.0
+        pair = f"{toks[a].key} {toks[b].key}"  # "tape recorder", "police car": a compound noun is one word, cue or not
+        if hit and strength > max((p[0] for p in singles), default=0.0) and (
+                hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
+            proposals.append((strength, hit[0], hit[1], (a, b)))
     # "pen sketch" where a card says pencil sketch, "straw man" where one says straw hat: one
     # word alone names no term its neighbour makes another kind of
     proposals = [p for p in proposals if not (len(p[3]) == 1 and any(

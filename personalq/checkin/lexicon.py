@@ -46,14 +46,17 @@ WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in 
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
 # atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist), vegetation.n.01
 # (a forest, the woods, the undergrowth: WordNet files them as plant life, not land) and land.n.04 (a
-# marsh, a peninsula: WordNet files land as an object, not a location): a word below one of
-# them names where or in what weather a picture is set, that is a place. Light and hour ("at
+# marsh, a peninsula: WordNet files land as an object, not a location) and celestial_body.n.01 (on
+# the moon, on a comet): a word below one of them names where or in what weather a picture is set,
+# that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
 PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690, 8436759,
-                    9335240})
-# clock_time.n.01 and time_period.n.01: "sunset" is also an atmospheric phenomenon, but a word that
-# usually names an hour or a part of the day is lighting, never a place.
-TIMES = frozenset({15129927, 15113229})
+                    9335240, 9239740})
+# clock_time.n.01, time_period.n.01 and star.n.01: "sunset" is also an atmospheric phenomenon, and
+# the sun a celestial body, but a word that usually names an hour, a part of the day or a light in
+# the sky ("in the sun", "under the stars") is lighting, never a place.
+LIGHTING = frozenset({15129927, 15113229, 9444100})
+EARTH = 9270894  # earth.n.01, the planet ("world", "globe")
 # substance.n.01, phenomenon.n.01 (light), illumination.n.01 (the dark), happening.n.01 (a fire):
 # a word usually naming one of them is how the picture looks, even if a rare sense is a place.
 NO_SETTINGS = frozenset({19613, 34213, 13983147, 7283608})
@@ -308,20 +311,25 @@ class WordNet:
     def names_place(self, word: str) -> bool:
         """Whether one of the word's noun senses is a place or weather ("cellar", "ocean", "rain"; "the
         circus" is usually a company, yet an arena too, and a request sets a picture in it), and none of
-        its usual senses is an hour ("sunset") or a substance, light or event ("in paint", "in the light",
-        "on fire")."""
-        usual = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
-        if any(TIMES & a for a in usual):
+        its usual senses is an hour ("sunset"), a star ("the sun") or a substance, light or event ("in
+        paint", "in the light", "on fire")."""
+        usual = [self._above_place(sense) for sense in self.usual_senses(word)]
+        if any(LIGHTING & a for a in usual):
             return False
         if any(PLACES & a for a in usual):
             return True
-        return not any(NO_SETTINGS & a for a in usual) and any(PLACES & self.ancestors(sense, 20).keys() for sense in self.senses(word))
+        return not any(NO_SETTINGS & a for a in usual) and any(PLACES & self._above_place(sense) for sense in self.senses(word))
 
     def usually_names_place(self, word: str) -> bool:
         """Whether the word is mainly a noun and one of its usual senses is a place or weather, none an
-        hour ("ocean"; not "wild", mostly an adjective, nor "park", usually an explorer)."""
-        usual = [self.ancestors(sense, 20).keys() for sense in self.usual_senses(word)]
-        return any(PLACES & a for a in usual) and not any(TIMES & a for a in usual) and self.is_mainly_noun(word)
+        hour or a star ("ocean"; not "wild", mostly an adjective, nor "park", usually an explorer)."""
+        usual = [self._above_place(sense) for sense in self.usual_senses(word)]
+        return any(PLACES & a for a in usual) and not any(LIGHTING & a for a in usual) and self.is_mainly_noun(word)
+
+    def _above_place(self, sense: int) -> set[int]:
+        """The senses above one, for the place tests; none above the Earth, where every picture is set,
+        so "the best dog in the world" names no place as "a dog on the moon" does."""
+        return set() if sense == EARTH else set(self.ancestors(sense, 20))
 
     def names_physical(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is a physical entity (a thing or a substance)."""

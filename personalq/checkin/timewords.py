@@ -22,11 +22,11 @@ SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "fal
 YEAR_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 5, "middle": 5, "late": 9, "end": 9}
 MONTH_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 11, "middle": 11, "late": 21, "end": 21}  # the day each third starts
 # Fixed-date holidays dateparser does not read: (month, day).
-HOLIDAYS = {"christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
+HOLIDAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
             "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentine's day": (2, 14),
             "valentines day": (2, 14), "xmas eve": (12, 24), "xmas": (12, 25)}
 _WEEKDAY = "|".join(calendar.day_name)
-_SEASON_YEAR = r"(?:spring|summer|autumn|fall|winter)\s+(?:of\s+)?\d{4}"
+_SEASON_YEAR = r"(?:spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?:\d{4}|(?:last|this)\s+(?:year|yr))"  # "since spring last year"
 _MONTHS = "|".join(calendar.month_name[1:])
 _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
 _MONTH = rf"(?:{_MONTHS}|(?:{_MONTH_ABBR})\.?)"
@@ -53,9 +53,15 @@ _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 PATTERNS = [
     ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
+    # "jul-aug last year", "from july to september 2025": two months and all between, as "between"
+    ("between", re.compile(rf"\b(?:(?:created|made|trained|used)\s+)?(?:from\s+)?(?:the\s+)?({_MONTH})\s*(?:-|–|to|through|thru|till|until)\s*"
+                           rf"(?:the\s+)?({_MONTH}(?:\s+\d{{4}})?)(?:\s+({_REL_YEAR}))?\b", re.I)),
     # "haven't used since march 2025": last used then (the window's words start at "used")
     ("not_since", re.compile(rf"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?since\s+"
                              rf"(?:the\s+)?({_POINT}))\b", re.I)),
+    # "haven't used at all this year", "not used in 2026": last used before it began
+    ("not_in", re.compile(r"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?"
+                          r"(?:at\s+all\s+)?(?:in\s+|during\s+)?(this\s+(?:week|month|year)|(?:19|20)\d\d))\b", re.I)),
     # "haven't used in over a year", "not used in 3 months": last used before that long ago
     ("not_within", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?(?:in|for)\s+"
                               rf"(?:over\s+|more\s+than\s+|the\s+(?:past|last)\s+)?({_NUM})\s+{_UNIT}s?)\b", re.I)),
@@ -189,9 +195,11 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     if relative:  # "since last month": from the start of that calendar month
         unit = relative.group(2).lower()
         return _span(now - relativedelta(**{unit + "s": int(relative.group(1).lower() == "last")}), unit)
-    season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4})", target, re.I)
+    season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4}|last|this)(?:\s+(?:year|yr))?", target, re.I)
     if season:
-        first = datetime(int(season.group(2)), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
+        year = season.group(2).lower()
+        year = int(year) if year.isdigit() else now.year - int(year == "last")
+        first = datetime(year, SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:
@@ -315,6 +323,9 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return TimeWindow(words, first, first + relativedelta(months=1))
     if kind == "not_within":
         return TimeWindow(m.group(1), None, _day(now - relativedelta(**{_unit(m.group(3)) + "s": _count(m.group(2))}))[0])
+    if kind == "not_in":
+        span = _point_span(m.group(2), now)
+        return None if span is None else TimeWindow(m.group(1), None, span[0])
     if kind == "not_since":
         span = _point_span(m.group(2), now)
         return None if span is None else TimeWindow(m.group(1), *span)
@@ -337,9 +348,11 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "before_last":
         unit = _unit(m.group(1))
         return TimeWindow(words, *_span(now - relativedelta(**{unit + "s": 2}), unit))
+    if kind == "ago" and (vague := re.match(r"(?:a\s+)?(couple|few)\b", m.group(1), re.I)):
+        # "a few days ago", "a couple weeks ago": about so long ago, so anywhere within twice that
+        return TimeWindow(words, now - relativedelta(**{_unit(m.group(2)) + "s": 2 * _COUNT_WORDS[vague.group(1).lower()]}), now)
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
-        phrase = re.sub(r"^(?:a\s+)?couple(?:\s+of)?\b", "2", phrase)  # "a couple of weeks ago"; "a few" is no date
         phrase = re.sub(r"\w+$", lambda unit: _unit(unit.group()), phrase)
         if phrase.startswith("this "):
             return TimeWindow(words, *_span(now, phrase.split()[1]))

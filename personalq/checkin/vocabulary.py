@@ -30,7 +30,7 @@ DOMAIN_WORDS = frozenset(
     "model models checkpoint checkpoints lora loras weights embedding version versions build builds one ones "
     "style styled styles picture pictures image images shot shots scene scenes render rendered trained training "
     "train created create made make generate use used using want need please like give show pick select "
-    "mine look looking kind thing photo photograph pic draw switch change swap".split()
+    "mine look looking kind thing piece photo photograph pic draw switch change swap".split()
 ) | frozenset("near inside outside atop".split())  # place prepositions sklearn's list lacks
 # Chat words no dictionary holds ("nope", "pls", "ur"): a speller must not turn "nope" into a catalog
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
@@ -70,7 +70,7 @@ PLACE_ABOVE_MAX_UP = 3
 # keeps only the senses its own cards agree on, those within LEXICON_SENSE_DEPTH steps of a sense of
 # the category (or sub-type) named beside it: cats that are tabby cats are not WordNet's "guy" sense.
 LEXICON_MAX_UP = 3
-OPTION_MAX_UP = 8  # an answer's word may name an offered option this far above it ("the animal" for a kind of pig)
+OPTION_MAX_UP = 12  # an answer's word may name an offered option this far above it ("the animal" for a wild ox)
 # A subject the embedder puts near a catalog subject is turned down when WordNet files both as kinds
 # of one thing at most SIBLING_UP steps up and neither as the other (wolf and dog, donkey and horse).
 SIBLING_UP = 2
@@ -302,7 +302,7 @@ class CatalogVocabulary:
 
     def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
         """The one single-word style whose start the word is ("water" of watercolour), when the word is
-        said before a medium noun ("water painting"); a clipped word names nothing elsewhere."""
+        said before a medium noun ("water painting") or after "in" ("in lino"); a clipped word names nothing elsewhere."""
         hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
         return hits[0] if len(hits) == 1 else None
 
@@ -395,10 +395,11 @@ class CatalogVocabulary:
         """Whether an unknown word before the subject ("neon toy", "glass chair") names what it is
         made of or a kind of it: a noun more than an adjective ("cute", "fluffy" are looks for the
         prompt) whose usual sense is a physical thing ("party" and "family" are no material), no
-        creature ("pet") and no place ("street"). Without WordNet none does."""
+        creature ("pet") and usually no place ("street"; "corduroy" is a fabric, though a log road too).
+        Without WordNet none does."""
         lex = self.lexicon
         return (lex is not None and len(word) > 2 and lex.is_mainly_noun(word) and lex.names_physical(word)
-                and not lex.names_creature(word) and not lex.names_place(word))
+                and not lex.names_creature(word) and not lex.usually_names_place(word))
 
     def _compound(self, phrase: str) -> str | None:
         """The WordNet noun a phrase of several words is ("tape_recorder", "wineglass" for "wine glass"), if any."""
@@ -448,7 +449,7 @@ class CatalogVocabulary:
 
     def names_in_any_sense(self, word: str, label: str) -> bool:
         """Whether a sense of the word, rare ones too, is a sense of the label or at most OPTION_MAX_UP
-        hypernym steps above one ("machine" for a car, "bird" for a kind of it, a word for musical
+        hypernym steps above one ("machine" for a car, "animal" for a wild ox, a word for musical
         instruments, five steps above a kind of woodwind); without WordNet none is. Only the few options
         a question offered are weighed, so a broad word may name one of them."""
         if self.lexicon is None:
@@ -596,7 +597,8 @@ class CatalogVocabulary:
         return not reach & category_senses
 
     def _by_spelling(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
-        """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon"."""
+        """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon".
+        A word that holds a term's word yet is a noun of its own is no form of it."""
         if len(phrase) < 4:
             return None
         best, best_ratio = None, SPELLING_MIN_RATIO
@@ -607,7 +609,7 @@ class CatalogVocabulary:
             if self._other_kind(phrase, label, attribute):
                 continue
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
-                            for part in key)
+                            and not (self.lexicon is not None and self._nouns_apart(phrase, part)) for part in key)  # "watercolor": no water
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             if contained or clipped or _one_stem(phrase, "".join(key)) or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
