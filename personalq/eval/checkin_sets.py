@@ -30,7 +30,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `carr`, `tump`, `ness`, `brae`, `dell`, `combe`, `carse`, `shaw`, `haugh`, `rigg`, `howe`, `nab`, `keld`,
 `mere`, `scar`, `slack`, `lound`, `wyke`, `toft`, `hurst`, `rake`, `stean`, `booth`, `pike`, `royd`, `slade`,
 `knott`, `bield`, `heugh`, `storth`, `wath`, `gowt`, `rean`, `lonning`, `ginnel`, `snicket`, `scaur`, `grough`,
-`flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog` and `dumble`; read freely,
+`flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog`, `dumble`, `ghyll`, `bourn`,
+`leasow`, `booley`, `clachan`, `noust`, `twitten`, `chare`, `loaning`, `hithe`, `lynchet` and `runnel`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -38,7 +39,9 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "carr", "tump", "ness", "brae", "dell", "combe", "carse", "shaw", "haugh", "rigg", "howe", "nab",
                   "keld", "mere", "scar", "slack", "lound", "wyke", "toft", "hurst", "rake", "stean", "booth", "pike",
                   "royd", "slade", "knott", "bield", "heugh", "storth", "wath", "gowt", "rean", "lonning", "ginnel", "snicket",
-                  "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble")
+                  "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble",
+                  "ghyll", "bourn", "leasow", "booley", "clachan", "noust", "twitten", "chare", "loaning", "hithe", "lynchet",
+                  "runnel")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -52,7 +55,9 @@ over the two catalogs, `skelf`, `cowp` and `gimmer`; 406 in session 41 over the 
 and `linn`, then 403 over the two catalogs, `gote`, `lode` and `fleam`, then 405 over the two catalogs,
 `ryding`, `sneck` and `hemmel`, then 405 over the two catalogs, `soke`, `clow` and `bink`, then, once its rules
 had landed, 409 over the two catalogs, `grike`, `clint` and `hurn`, and 403 over the two catalogs, `sheugh`,
-`cundy` and `yett`); like test, only
+`cundy` and `yett`; 400 in session 42 over the two catalogs, `swale`, `lagg` and `mistal`, then 402 over the two
+catalogs, `kame`, `vennel` and `jitty`, then 409 over the two catalogs, `yarpha`, `quoy` and `eyot`, then 420 over
+the two catalogs, `sitch`, `gool` and `bostle`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -60,7 +65,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "garr", "hause", "hagg", "ings", "gair", "snook", "sough", "laithe", "swang", "shiel",
                     "hope", "outgang", "thorpe", "clough", "frith", "wray", "snape", "thack", "brant",
                     "snab", "yat", "staithe", "skelf", "cowp", "gimmer", "stell", "hirst", "linn", "gote", "lode", "fleam",
-                    "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett")
+                    "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett",
+                    "swale", "lagg", "mistal", "kame", "vennel", "jitty", "yarpha", "quoy", "eyot", "sitch", "gool", "bostle")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
