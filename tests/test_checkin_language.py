@@ -1592,3 +1592,12 @@ def test_a_different_animal_is_still_an_animal(tmp_path_factory):
         entry("wren-1", "wren", "pastel", "meadow", "2024-07-01T12:00:00Z", "A wren.", 1, 0),
     ], tmp_path_factory, "different-animal")
     test_phrasings_a_fourth_stranger_batch_showed(things, ("the batik lamp", "same style but a different animal"), "select", {"newt-1"})
+
+
+def test_a_medium_noun_after_a_style_may_be_the_subject(tmp_path_factory):
+    """"a batik print" adds no description word, but where paintings are a subject, "the batik artwork" names one."""
+    things = checkin_over([
+        entry("painting-1", "painting", "batik", "quay", "2024-02-01T12:00:00Z", "A painting.", 1, 0),
+        entry("lamp-1", "lamp", "batik", "quay", "2024-05-01T12:00:00Z", "A lamp.", 1, 0),
+    ], tmp_path_factory, "medium-subject")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the batik artwork",), "select", {"painting-1"})

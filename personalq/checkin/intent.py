@@ -805,8 +805,10 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
             scan.used.add(i + 1)
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "style") \
-                and _MEDIUM_AFTER.fullmatch(scan.text, toks[i].end, toks[i + 1].end):
+                and _MEDIUM_AFTER.fullmatch(scan.text, toks[i].end, toks[i + 1].end) \
+                and (vocabulary.similar(toks[i + 1].text.lower()) or ("",))[0] != "subject":
             scan.used.add(i + 1)  # "a fresco painting": the medium noun of the catalog's style, no look of its own
+            # (unless it names the subject: "oil painting artwork" where artworks are a catalog subject)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "environment") \
                 and vocabulary.is_compound(f"{toks[i].key} {toks[i + 1].key}"):
             scan.used.add(i)  # "rain forest": one noun for a kind of the catalog's place
