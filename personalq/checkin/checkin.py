@@ -22,6 +22,7 @@ from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, norm, te
 
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
+_BARE_NUMBER = re.compile(r"\s*\d{1,2}\s*")  # "3" where two were offered: no option's place, a version (not "2025", a year)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
@@ -37,11 +38,11 @@ _ATTRIBUTE_WORDS = {"style": "style", "look": "style", "vibe": "style", "aesthet
                     "place": "environment", "setting": "environment", "spot": "environment", "location": "environment",
                     "background": "environment", "scene": "environment",
                     "subject": "subject", "animal": "subject", "creature": "subject", "critter": "subject", "character": "subject"}
+_A_THING = r"(?:a|an|any|some)\s+[\w-]+\s+thing"  # "a neon thing"
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
-_ANY_SUBJECT = re.compile(r"\b(?:anything|something|(?:a|an|any|some)\s+[\w-]+\s+thing)\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
-                          r"\b(?:a|an|any|some)\s+[\w-]+\s+thing\s*(?:$|[,.!?])|\b(?:any|whatever)\s+subject\b|"  # "a neon thing"
-                          r"\b(?:anything|something)\s+(?!else\b)[\w-]+(?<!er)\s*(?:$|[,.!?])|"  # "anything fresco", not "anything newer"
-                          r"\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones do i have"; "the other ones" keep it
+_ANY_SUBJECT = re.compile(rf"\b(?:anything|something|{_A_THING})\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
+                          rf"\b(?:{_A_THING}|(?:anything|something)\s+(?!else\b)[\w-]+(?<!er))\s*(?:$|[,.!?])|"  # "anything fresco", not "anything newer"
+                          r"\b(?:any|whatever)\s+subject\b|\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
@@ -447,8 +448,8 @@ class Conversation:
             m = _PICK_OPTION.match(reply)
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
                 reply = self.last.options[_OPTION_INDEX[m.group(1).lower()]]
-            elif re.fullmatch(r"\s*\d{1,2}\s*", reply):
-                reply = f"v{reply.strip()}"  # "3" where two were offered: no option's place, a version (not "2025", a year)
+            elif _BARE_NUMBER.fullmatch(reply):
+                reply = f"v{reply.strip()}"
         if isinstance(reply, ClarificationOption):
             if not asked:
                 return self.ask(reply.label)

@@ -49,19 +49,21 @@ _COUNT_WORDS = {w: i for i, w in enumerate("a one two three four five six seven 
 _THAN_BOUNDS = {(True, False): "before", (True, True): "since", (False, False): "after", (False, True): "until"}
 _PREP = r"(?:(?:in|from|during|on|of|created|made|trained|used)\s+)?"
 
+_MADE_OR_USED = r"(?:(?:created|made|trained|used)\s+)?"  # "made between may and june"
+# "haven't touched it since": a negated use, whose window of last use follows
+_NOT_USED = r"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?"
+_USE_VERB = r"(?:used|touched|opened|run)\s+(?:it\s+|them\s+)?"
 # Order matters: longer, more specific phrases first; each match consumes its characters.
 PATTERNS = [
-    ("between", re.compile(rf"\b(?:created\s+|made\s+|trained\s+|used\s+)?between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
+    ("between", re.compile(rf"\b{_MADE_OR_USED}between\s+(?:the\s+)?({_POINT})\s+(?:and|-|to)\s+(?:the\s+)?({_POINT})"
                            rf"(?:\s+({_REL_YEAR}))?\b", re.I)),
     # "jul-aug last year", "from july to september 2025": two months and all between, as "between"
-    ("between", re.compile(rf"\b(?:(?:created|made|trained|used)\s+)?(?:from\s+)?(?:the\s+)?({_MONTH})\s*(?:-|–|to|through|thru|till|until)\s*"
+    ("between", re.compile(rf"\b{_MADE_OR_USED}(?:from\s+)?(?:the\s+)?({_MONTH})\s*(?:-|–|to|through|thru|till|until)\s*"
                            rf"(?:the\s+)?({_MONTH}(?:\s+\d{{4}})?)(?:\s+({_REL_YEAR}))?\b", re.I)),
     # "haven't used since march 2025": last used then (the window's words start at "used")
-    ("not_since", re.compile(rf"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?since\s+"
-                             rf"(?:the\s+)?({_POINT}))\b", re.I)),
+    ("not_since", re.compile(rf"{_NOT_USED}({_USE_VERB}since\s+(?:the\s+)?({_POINT}))\b", re.I)),
     # "haven't used at all this year", "not used in 2026": last used before it began
-    ("not_in", re.compile(r"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not|never)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?"
-                          r"(?:at\s+all\s+)?(?:in\s+|during\s+)?(this\s+(?:week|month|year)|(?:19|20)\d\d))\b", re.I)),
+    ("not_in", re.compile(rf"{_NOT_USED}({_USE_VERB}(?:at\s+all\s+)?(?:in\s+|during\s+)?(this\s+(?:week|month|year)|(?:19|20)\d\d))\b", re.I)),
     # "haven't used in over a year", "not used in 3 months": last used before that long ago
     ("not_within", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?(?:in|for)\s+"
                               rf"(?:over\s+|more\s+than\s+|the\s+(?:past|last)\s+)?({_NUM})\s+{_UNIT}s?)\b", re.I)),
