@@ -1589,3 +1589,57 @@ def test_phrasings_over_a_few_cards_the_forty_sixth_to_fifty_second_batches_show
     things = checkin_over([entry(id, subject, style, "quay", f"2024-0{n + 1}-01T12:00:00Z", f"A {subject}.", 1, 0)
                            for n, (id, subject, style) in enumerate(cards)], tmp_path_factory, "few-" + "-".join(c[0] for c in cards))
     test_phrasings_a_fourth_stranger_batch_showed(things, messages, "select", {expected})
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("a knitted kite",), "no_match", {"knitted"}),                            # made in a craft the catalog lacks
+    (("older kite, not the latest",), "clarify", {"kite-1", "kite-2"}),         # "older" says no more than the exclusion
+    (("an older kite, not the new one",), "clarify", {"kite-1", "kite-2"}),
+    (("kite made in feb or march this year",), "select", {"kite-2"}),            # the year said once is both months'
+    (("the batik kite", "same but a parrot"), "no_match", {"parrot"}),          # another subject the catalog lacks
+    (("the batik kite", "now do the same with a parrot"), "no_match", {"parrot"}),
+    (("something on the quay", "actually what about a parrot in batik"), "no_match", {"parrot"}),  # a new request during a question
+    (("lil doggo in gouache",), "no_match", {"doggo"}),                         # a pet form, though WordNet has "doggo" as an adverb
+    (("the top hat in batik",), "no_match", {"top hat"}),                       # a stop word begins the noun
+    (("kite, not the latest", "the newer one"), "select", {"kite-2"}),          # the newest was never offered
+    (("the kite", "the gouache 1"), "select", {"kite-2"}),                      # "1" after a style is "one"
+])
+def test_phrasings_the_fifty_fourth_to_sixtieth_stranger_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+@pytest.mark.parametrize("cards, messages, action, expected", [
+    # a past participle names the styles made by its verb: "carved" either carving
+    ((("lamp-1", "lamp", "wood carving", "quay"), ("lamp-2", "lamp", "soap carving", "quay"), ("lamp-3", "lamp", "batik", "quay")),
+     ("the carved lamp",), "clarify", {"lamp-1", "lamp-2"}),
+    # "not a fish" rules out a subject beside another ruled out
+    ((("trout-1", "trout", "batik", "quay"), ("lamp-1", "lamp", "batik", "quay"), ("stool-1", "stool", "batik", "quay")),
+     ("something batik, but not a fish and not the lamp",), "select", {"stool-1"}),
+    # "stuff" is no word of a style ("print stuff" is no blueprint)
+    ((("lamp-1", "lamp", "linocut", "quay"), ("stool-1", "stool", "blueprint", "quay")), ("my block-print stuff",), "select", {"lamp-1"}),
+    # a realistic style ruled out past a hyphen
+    ((("lamp-1", "lamp", "realistic", "quay"), ("lamp-2", "lamp", "batik", "quay")), ("the lamp that isnt photo-real",), "select", {"lamp-2"}),
+    # a hat: WordNet's trilby is a hat, and a singer in a novel only by a capitalised name
+    ((("trilby-1", "trilby", "batik", "quay"), ("lamp-1", "lamp", "batik", "quay"), ("feeder-1", "birdfeeder", "batik", "quay")),
+     ("the hat",), "select", {"trilby-1"}),
+    # a bird bath is no bird feeder: a definition that names birds names no feeder
+    ((("feeder-1", "birdfeeder", "batik", "quay"), ("lamp-1", "lamp", "batik", "quay")), ("the birdbath",), "no_match", {"birdbath"}),
+])
+def test_phrasings_over_cards_the_fifty_fourth_to_sixtieth_batches_showed(tmp_path_factory, cards, messages, action, expected):
+    things = checkin_over([entry(id, subject, style, place, f"2024-0{n + 1}-01T12:00:00Z", f"A {subject}.", 1, 0)
+                           for n, (id, subject, style, place) in enumerate(cards)], tmp_path_factory, "batch54-" + "-".join(c[2] for c in cards))
+    test_phrasings_a_fourth_stranger_batch_showed(things, messages, action, expected)
+
+
+def test_a_british_spelling_meets_an_american_one_in_a_description(tmp_path_factory):
+    things = checkin_over([entry("lamp-1", "lamp", "batik", "quay", "2024-01-01T12:00:00Z", "A lamp with a tricolor shade.", 1, 0),
+                           entry("lamp-2", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp with a plain shade.", 2, 0)],
+                          tmp_path_factory, "spelling")
+    selects(things, "the tricolour lamp", "lamp-1")
+
+
+def test_the_number_of_training_images_is_the_one_a_description_writes(tmp_path_factory):
+    things = checkin_over([entry(f"lamp-{n}", "lamp", "batik", "quay", f"2024-0{n}-01T12:00:00Z", f"A lamp. Trained on {count} images.", n, 0)
+                           for n, count in ((1, 20), (2, 30), (3, 12))], tmp_path_factory, "image-count")
+    selects(things, "the lamp trained on 30 images", "lamp-2")    # a count, not version 30
+    selects(things, "my lamp with 12 pics", "lamp-3")

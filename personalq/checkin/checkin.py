@@ -349,8 +349,8 @@ def _term_label(value) -> str:
 def _comparative_as_order(intent: Intent) -> Intent:
     """"the newer one" with nothing chosen to compare with (a first request, or after a question):
     the newest or oldest of those that fit; "one of the older ones" names none of them."""
-    if intent.any_comparative:
-        intent.comparative = ""
+    if intent.any_comparative or intent.ruled_out_order == ("created", "max" if intent.comparative == "older" else "min"):
+        intent.comparative = ""  # "an older one, not the latest": older than the one ruled out, which says no more
     if intent.comparative and not intent.order:
         intent.order = ("created", "min" if intent.comparative == "older" else "max")
         intent.order_words, intent.comparative = intent.comparative, ""

@@ -18,8 +18,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import verb_stems
 from personalq.checkin.timewords import find_time_phrases
-from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, DOMAIN_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, survey_colours,
-                                         term_key, tokens)
+from personalq.checkin.vocabulary import (BASIC_COLOURS, CHAT_WORDS, DOMAIN_WORDS, SPELLING_MIN_RATIO, STOP_WORDS, CatalogVocabulary, Token, norm,
+                                         survey_colours, term_key, tokens)
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
              "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
@@ -31,6 +31,8 @@ _VERSION_NUMBER = (r"(?:\bv(?:er)?\.?\s?(\d+)(?:'?s)?\b|#\s?(\d+)\b|\b(?:version
 # "bear 2", "the cat 3.0": a bare number ending the request after a word names that word's version.
 _TRAILING_NUMBER = re.compile(r"(?<=[A-Za-z])\s+(\d{1,2})(?:\.0)?(?=\s*(?:$|[,.!?;)]|(?:please|pls|plz|thanks|thx|ty)\b|"
                               r"(?:or|and)\s+(?:later|newer|above|higher|up|earlier|older|below|lower)\b))")  # "logo 2 or later"
+_IMAGE_COUNT = re.compile(r"\b(?:trained\s+(?:on|with)|with|from|on)\s+(?:only\s+|just\s+)?(\d{1,4})\s+"
+                          r"(?:training\s+)?(?:images|imgs|pics|pictures|photos|shots)\b", re.I)
 _ROMAN = re.compile(r"(?<=[A-Za-z]\s)(II|III|IV|VI|VII|VIII|IX)\b")  # "bear II": upper case only, so "I" and "v" stay words
 _ROMAN_VALUES = {"II": 2, "III": 3, "IV": 4, "VI": 6, "VII": 7, "VIII": 8, "IX": 9}
 # "the one before v4", "right after number 2": a version named relative to another.
@@ -42,7 +44,8 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:(?:right|just)\s+)?before\s+(?:the|my)\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
-_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first|brand[\s-]new)(?:\s+one)?\b"  # "not the brand new one"
+# "not the brand new one", "not the new one"
+_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first|brand[\s-]new|(?:old|new)(?=\s+one\b))(?:\s+one)?\b"
 _NOT_BESIDE_NOT = r"(?:is|are|was)n['’]?t|except(?:\s+for)?"  # "isn't", "except": like "not", before an order word
 _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|" + _NOT_BESIDE_NOT + r")\s+(?:the|my)\s+" + _ENDS + ")", re.I)
 _NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
@@ -143,8 +146,9 @@ class Intent:
         return Intent(self.text, [*kept, *other.constraints], *order, ruled_out_order=other.ruled_out_order)
 
     def merged(self, other: Intent) -> Intent:
-        """This intent plus a follow-up answer's constraints (the answer's order word wins)."""
-        ruled_out = other.ruled_out_order or self.ruled_out_order
+        """This intent plus a follow-up answer's constraints (the answer's order word wins). An earlier
+        "not the latest" already kept that one from the options offered: among them it rules out no other."""
+        ruled_out = other.ruled_out_order
         if other.order:
             return Intent(self.text, [*self.constraints, *other.constraints], other.order, other.order_words, other.order_rank,
                           ruled_out_order=ruled_out)
@@ -277,9 +281,11 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
     return any(vocabulary.is_verb(form) for form in [key, *(verb_stems(key) if key.endswith("ing") else [])])
 
 
-# "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z": a
+# "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z",
+# "same but a parrot", "what about a parrot" (after another request): a
 # subject named after what is drawn ("the one with googly eyes" names a detail of a card).
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|(?<!the\s)one)\s+with|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|(?<!the\s)one)\s+with|"
+                       r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
@@ -367,7 +373,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
         if vocabulary.looks_like_style(words.lower()) or vocabulary.names_art_style(words.lower()) \
                 or len(span) == 2 and vocabulary.names_compound_matter(words.lower()) \
-                or len(span) == 1 and vocabulary.names_unknown(words.lower()):  # a craft's own name
+                or len(span) == 1 and (vocabulary.names_unknown(words.lower())  # a craft's own name
+                                       or vocabulary.names_making_in_art_form(words.lower())):  # "a knitted scarf"
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
             return
     for a, b in _pairs(unknown, scan):  # "a chair but action painting": an art movement's two-word name anywhere
@@ -533,9 +540,10 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
     return bool(_HEAD_END.match(text, end)) and not in_place_slot(text, start)
 
 
+# A negation up to three words (and a place preposition) before a term, hyphen included ("isnt photo-real")
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
-                        r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?\s*$", re.I)
+                        r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?[\s-]*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:(?:the|a|an)\s+)?$", re.I)
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
@@ -639,6 +647,10 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
         used = bool(use and not _NEGATED_USE.search(text[:use.start()])) or bool(_USE_WINDOW.match(window.words))
         intent.constraints.append(Constraint("used" if used else "created", window, window.words, start, end))
         take(start, end)
+    for m in _IMAGE_COUNT.finditer(text):  # "trained on 30 images": a number its description writes, no version
+        if not any(taken[m.start():m.end()]):
+            intent.constraints.append(Constraint("cue", m.group(1), m.group(0), m.start(), m.end()))
+            take(m.start(), m.end())
     for m in _VERSION_AROUND.finditer(text):
         if not any(taken[m.start():m.end()]):
             number = int(m.group(2)) + (1 if m.group(1).lower() == "after" else -1)
@@ -653,7 +665,9 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for pattern, numeral in ((_TRAILING_NUMBER, int), (_ROMAN, _ROMAN_VALUES.get)):
         for m in pattern.finditer(text):
             word = re.search(r"(\w+)\W*$", text[:m.start(1)])
-            if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS | _ONE_AFTER:
+            look = m.group(1) == "1" and (vocabulary.exact((norm(word.group(1)),)) or ("subject",))[0] != "subject" if word else False
+            if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS | _ONE_AFTER \
+                    and not look:  # "the watercolor 1": "one" typed after a style or a place, no version
                 intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))
                 take(m.start(1), m.end())
     _version_alternatives(intent, taken)
@@ -682,7 +696,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             take(other.start(), other.end())
     m = _NOT_ORDER.search(text) or _ANY_BUT_ORDER.search(text)
     if m and not any(taken[m.start(1):m.end(1)]):
-        intent.ruled_out_order = ("created", "min" if m.group(2).lower() in ("oldest", "earliest", "first") else "max")
+        intent.ruled_out_order = ("created", "min" if m.group(2).lower() in ("oldest", "earliest", "first", "old") else "max")
         take(m.start(1), m.end(1))
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
@@ -838,7 +852,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     toks = scan.toks
     content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit() and (
         toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and vocabulary.names_built_place(toks[i].key)
-        and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end)))
+        and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end))
+        or _starts_compound(i, scan, vocabulary))
         and not (i and _COLOURED.fullmatch(toks[i].text) and vocabulary.names_colour(toks[i - 1].key))]  # "white-colored": the white
     cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
@@ -895,9 +910,11 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
             # watercolor", "folded paper", "wood inlay" are: what a thing is made of, or the style's own kind, is no thing drawn)
         singles = [p for p in proposals if p[3] in ((a,), (b,))]
         # "leaded glass" over its own "glass": the pair names the same term, and "leaded" nothing else;
-        # "candy shop" over its own "candy" where "shop" names another term: the pair is as sure as "candy"
+        # "candy shop" over its own "candy" where "shop" names another term: the pair is as sure as "candy";
+        # likewise over a word of it and one that names its term among others ("carved" names either carving)
         same = [p[0] for p in singles if hit and p[1:3] == hit[:2]]
-        strength = max(same) + 1e-6 if same and (len(singles) == 1 or hit[2] >= max(same)) else hit[2] if hit else 0.0
+        agree = [p for p in singles if hit and p[1] == hit[0] and isinstance(p[2], frozenset) and hit[1] in p[2]]
+        strength = max(same) + 1e-6 if same and (len(singles) - len(agree) == 1 or hit[2] >= max(same)) else hit[2] if hit else 0.0
         pair = f"{toks[a].key} {toks[b].key}"  # "tape recorder", "police car": a compound noun is one word, cue or not
         if hit and strength > max((p[0] for p in singles), default=0.0) and (
                 hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
@@ -918,8 +935,8 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         _, attribute, key, span = proposal
         if resolved.intersection(span) or (attribute in scan.found and not _may_add_second(intent, attribute, scan.text, toks[span[0]])):
             continue
-        if attribute == "subject" and not scan.in_subject_slot(span[0]):
-            deferred.append(proposal)  # a weaker style or place may yet fill the words before it
+        if attribute == "subject" and not scan.in_subject_slot(span[0]) and not _EXCLUSION.search(scan.text[:toks[span[0]].start]):
+            deferred.append(proposal)  # ("but not a fish" is a subject's slot too)  # a weaker style or place may yet fill the words before it
             continue
         _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
         scan.found.add(attribute)
@@ -989,6 +1006,14 @@ _BEFORE_STYLE = re.compile(r"\s+(?:in|as|with|by)\s+(?:an?\s+|the\s+)?", re.I)  
 
 # What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
+
+
+def _starts_compound(i: int, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:
+    """"a full moon", "the back door": a stop word is a word of the one noun WordNet knows it as with
+    the word after it."""
+    toks = scan.toks
+    return toks[i].key in ENGLISH_STOP_WORDS and i + 1 < len(toks) and i + 1 not in scan.used and toks[i + 1].key not in STOP_WORDS \
+        and _adjacent(scan.text, toks[i:i + 2]) and vocabulary.is_open_compound(f"{toks[i].key} {toks[i + 1].key}")
 
 
 def _compound_nouns(content: list[int], scan: _Scan, vocabulary: CatalogVocabulary) -> set[tuple[int, int]]:

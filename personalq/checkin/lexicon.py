@@ -69,6 +69,7 @@ PERSON = 7846  # person.n.01
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
 _WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc", "data.verb")
+_NOT_ADVERB_FILES = tuple(name for name in _WORD_FILES if "adv" not in name)
 # Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
 _INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""),
                ("en", ""))  # "wooden": wood
@@ -229,11 +230,11 @@ class WordNet:
         forms += [lemma[: -len(suffix)] + base for suffix, base in _SUFFIXES if lemma.endswith(suffix) and len(lemma) > len(suffix) + 1]
         return forms
 
-    def is_word(self, word: str) -> bool:
-        """Whether WordNet knows the word, or a plain inflection of it, in any part of speech."""
+    def is_word(self, word: str, files: tuple[str, ...] = _WORD_FILES) -> bool:
+        """Whether WordNet knows the word, or a plain inflection of it, in any part of speech (or in those of `files`)."""
         for form in word_forms(word.lower()):
             key = form.encode("utf-8", "ignore")
-            if any(self._line(name, key) for name in _WORD_FILES if name in self._maps):
+            if any(self._line(name, key) for name in files if name in self._maps):
                 return True
         return False
 
@@ -266,9 +267,10 @@ class WordNet:
 
     def pet_form_of(self, word: str) -> str | None:
         """The noun for a drawable thing a non-word is a pet form of ("froggy", "horsey", "doggo"): the
-        word less its pet ending, and less a doubled last letter."""
+        word less its pet ending, and less a doubled last letter. A word WordNet knows only as an adverb
+        may be one ("doggo" is also "in hiding")."""
         word = word.lower()
-        if self.is_word(word):
+        if self.is_word(word, _NOT_ADVERB_FILES):
             return None
         for end in DIMINUTIVE_ENDINGS:
             stem = word[:-len(end)]
@@ -384,6 +386,12 @@ class WordNet:
     def lemma_words(self, offset: int) -> set[str]:
         """The words of a sense's names: "body", "of", "water" for body_of_water."""
         return {part for lemma in self.synset(offset).lemmas for part in lemma.lower().split("_")}
+
+    def lemma_heads(self, offset: int) -> set[str]:
+        """The head nouns of a sense's names: "feeder" of bird_feeder (a definition naming birds names
+        no feeder), "body" of body_of_water."""
+        return {(parts[:parts.index("of")] if "of" in parts[1:] else parts)[-1]
+                for lemma in self.synset(offset).lemmas for parts in (lemma.lower().split("_"),)}
 
     def ancestors(self, offset: int, depth: int) -> dict[int, int]:
         """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""

@@ -246,10 +246,21 @@ def _holiday(name: str, year: str | None, now: datetime) -> datetime:
     return moment if year or moment <= now else moment - relativedelta(years=1)
 
 
+_MONTH_OR = re.compile(rf"\b({_MONTH})\s+or\s+$", re.I)  # "feb or march": a month, as the one before it ("may or may not": no month)
+
+
 def _is_verb_month(text: str, m: re.Match, group: int) -> bool:
     """Lower-case "may"/"march" with no word before it that introduces a date ("you may", "march on")."""
-    word = m.group(group)
-    return bool(_VERB_MONTH.match(word)) and not _MONTH_CUE.search(text[:m.start(group)])
+    return _reads_as_verb(text, m.start(group), m.group(group))
+
+
+def _reads_as_verb(text: str, start: int, word: str) -> bool:
+    """Whether "may"/"march" at `start` is a verb: no date word before it, nor a month (itself no verb) and "or"."""
+    before = text[:start]
+    if not _VERB_MONTH.match(word) or _MONTH_CUE.search(before):
+        return False
+    month = _MONTH_OR.search(before)
+    return not (month and not _reads_as_verb(text, month.start(1), month.group(1)))
 
 
 def find_time_phrases(text: str, now: datetime) -> list[tuple[TimeWindow, int, int]]:
@@ -282,12 +293,25 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
             if first.months and window.months and all(bound is None for bound in (first.start, first.end, window.start, window.end)):
                 joined[-1] = (TimeWindow(words, months=tuple(sorted({*first.months, *window.months}))), first_start, end)
                 continue
+            if first.months and first.start is None and first.end is None and _one_month(window):
+                # "sept or oct this year": the year said once is both months'
+                year = window.start.replace(month=1)
+                months = tuple(sorted({*first.months, window.start.month}))
+                joined[-1] = (TimeWindow(words, year, year.replace(year=year.year + 1), months), first_start, end)
+                continue
             if not (first.months or window.months) and None not in (first.start, first.end, window.start, window.end) \
                     and first.start <= window.end and window.start <= first.end:
                 joined[-1] = (TimeWindow(words, min(first.start, window.start), max(first.end, window.end)), first_start, end)
                 continue
         joined.append((window, start, end))
     return joined
+
+
+def _one_month(window: TimeWindow) -> bool:
+    """Whether a window is one calendar month of one year ("oct this year", "march 2025")."""
+    start, end = window.start, window.end
+    return not window.months and start is not None and end is not None and start.day == 1 and start.hour == 0 \
+        and (end.year * 12 + end.month) - (start.year * 12 + start.month) == 1 and end.day == 1
 
 
 def _unit(word: str) -> str:

@@ -30,7 +30,7 @@ DOMAIN_WORDS = frozenset(
     "model models checkpoint checkpoints lora loras weights embedding version versions build builds one ones "
     "style styled styles picture pictures image images shot shots scene scenes render rendered trained training "
     "train created create made make generate use used using want need please like give show pick select "
-    "mine look looking kind thing piece photo photograph pic draw switch change swap".split()
+    "mine look looking kind thing stuff piece photo photograph pic draw switch change swap".split()
 ) | frozenset("near inside outside atop".split())  # place prepositions sklearn's list lacks
 # Chat words no dictionary holds ("nope", "pls", "ur"): a speller must not turn "nope" into a catalog
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
@@ -173,6 +173,21 @@ def _one_stem(word: str, term: str) -> bool:
     return " " not in word and word != term and len(stem) >= DERIVED_MIN_STEM and stem == DERIVED_ENDINGS.sub("", term)
 
 
+# British and American spellings of one word ("colour" and "color", "centre" and "center"): a hand list
+# of the regular patterns, as no small package ships them
+_SPELLING_PAIRS = (("our", "or"), ("re", "er"), ("ise", "ize"), ("yse", "yze"), ("ogue", "og"))
+
+
+def _other_spellings(word: str) -> list[str]:
+    """The word in the other spelling of each pattern it ends in or holds: "tricolour" -> "tricolor"."""
+    found = []
+    for one, other in _SPELLING_PAIRS + tuple((b, a) for a, b in _SPELLING_PAIRS):
+        at = word.rfind(one)
+        if len(word) >= 5 and at > 1 and (one == "our" or at + len(one) == len(word)):
+            found.append(word[:at] + other + word[at + len(one):])
+    return found
+
+
 class CatalogVocabulary:
     """Term -> checkpoint ids for subjects, styles and environments, and a word index of descriptions."""
 
@@ -246,6 +261,9 @@ class CatalogVocabulary:
         the word itself is in no card; else the word unchanged."""
         if key in self.cue_words or self.exact((key,)):
             return key
+        spelled = next((other for other in _other_spellings(key) if other in self.cue_words), None)
+        if spelled is not None:  # "tricolour" where a card says "tricolor"
+            return spelled
         if len(key) >= 4:  # "tin" is never "tiny"
             adjective = next((a for a in (key + "en", key + "y") if a in self.cue_words), None)
             if adjective is not None:
@@ -407,6 +425,11 @@ class CatalogVocabulary:
             return None
         return next((word for word in (phrase.replace(" ", "_"), phrase.replace(" ", "")) if self.lexicon.senses(word)), None)
 
+    def is_open_compound(self, phrase: str) -> bool:
+        """Whether WordNet knows a phrase, written apart, as one common noun ("full moon"; not "the hill",
+        a name of the Capitol, nor "me w" run together as "mew")."""
+        return self.lexicon is not None and bool(self.lexicon.usual_senses(phrase.replace(" ", "_")))
+
     def is_compound(self, phrase: str) -> bool:
         """Whether WordNet knows a phrase of several words as one noun; without WordNet none is."""
         return self._compound(phrase) is not None
@@ -560,7 +583,7 @@ class CatalogVocabulary:
         if phrase in self._word_cache:
             return self._word_cache[phrase]
         closed = self._closed_forms.get((phrase,))
-        found = (*closed, 1.0) if closed else self._by_spelling(phrase) or self._style_by_definition(phrase)
+        found = (*closed, 1.0) if closed else self._by_spelling(phrase) or self._style_by_definition(phrase) or self._styles_made_by(phrase)
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
@@ -723,7 +746,7 @@ class CatalogVocabulary:
         if not subject or any(lex.ancestors(a, SIBLING_UP).keys() & lex.ancestors(b, SIBLING_UP).keys() for a in mine for b in theirs):
             return True
         defined = {o: {norm(w) for w in lex.defined_words(o)} for o in (*mine, *theirs)}  # once per sense, not per pair
-        return not any(lex.lemma_words(b) & defined[a] or lex.lemma_words(a) & defined[b] for a in mine for b in theirs)
+        return not any(lex.lemma_heads(b) & defined[a] or lex.lemma_heads(a) & defined[b] for a in mine for b in theirs)
 
     def _defined_alike(self, sense: int, term_sense: int) -> bool:
         """Whether a sense is a kind of the term sense's direct hypernym (at most LEXICON_MAX_UP steps
@@ -768,7 +791,7 @@ class CatalogVocabulary:
         lex = self.lexicon
         word = label.replace(" ", "_")
         senses = lex.senses(word)
-        heads = tuple(o for o in senses if lex.synset(o).lemmas[0].lower() == word)
+        heads = tuple(o for o in senses if lex.synset(o).lemmas[0] == word)  # not a capitalised name (a novel's character)
         if not heads:
             return senses
         if all(PERSON in lex.ancestors(o, 20) for o in heads):
@@ -842,6 +865,25 @@ class CatalogVocabulary:
             styles = [key for key in self.terms["style"] if len(key) == 1 and key[0] in defined]
         return ("style", styles[0], DEFINITION_STRENGTH) if len(styles) == 1 else None
 
+    def _styles_made_by(self, word: str) -> tuple[str, object, float] | None:
+        """The styles a past participle says a thing was made in: those whose last word is its verb
+        or the verb's "-ing" noun. "Knitted" is a cable knit; "carved", where two styles end in
+        "carving", is either of them."""
+        if self.lexicon is None or " " in word:
+            return None
+        verbs = set(self.lexicon.past_form_verbs(word))
+        styles = frozenset(key for key in self.terms["style"]
+                           if key[-1] in verbs or key[-1].endswith("ing") and verbs.intersection(verb_stems(key[-1])))
+        if not styles:
+            return None
+        return "style", next(iter(styles)) if len(styles) == 1 else styles, DEFINITION_STRENGTH
+
+    def names_making_in_art_form(self, word: str) -> bool:
+        """Whether a past participle says a thing was made in a kind of art, named by its verb's "-ing"
+        noun: "knitted" (knitting), "carved" (carving)."""
+        verbs = self.lexicon.past_form_verbs(word) if self.lexicon is not None else []
+        return any(self.names_art_form(form) for verb in verbs for form in (f"{verb}ing", f"{verb[:-1]}ing", f"{verb}{verb[-1]}ing"))
+
     def _genus_words(self, sense: int) -> set[str]:
         """The names and definition words of a sense's direct hypernyms: "inlay", "wood", "fitting"."""
         lex = self.lexicon
@@ -849,8 +891,9 @@ class CatalogVocabulary:
         return set().union(*(lex.lemma_words(g) | lex.defined_words(g) for g in genus))
 
     def describes_a_style(self, word: str) -> bool:
-        """Whether a typed word reads as one catalog style by WordNet's definitions ("stitched", "dyed")."""
-        return self._style_by_definition(word) is not None
+        """Whether a typed word reads as a catalog style by WordNet's definitions ("stitched", "dyed") or
+        as the way a style is made ("knitted")."""
+        return self._style_by_definition(word) is not None or self._styles_made_by(word) is not None
 
     def _term_sense_table(self) -> dict[tuple[str, tuple[str, ...]], tuple[set[int], set[int]]]:
         """(attribute, style or place term) -> its WordNet senses and their direct hypernyms, built once
@@ -992,8 +1035,10 @@ class CatalogVocabulary:
         if len(categories) != 1:
             return None  # "vehicle" for both the rockets and the bicycles: not this word's to decide
         category = next(iter(categories))
-        if phrase in self._near_categories and category not in self._near_categories[phrase]:
+        if phrase in self._near_categories and category not in self._near_categories[phrase] and not (steps == 0 or all(closest.values())):
             return None  # WordNet's usual sense of "tiger" is a fierce person; the embedder puts it by the cats
+            # (a name of the term's own sense, or of the kind it is filed under, needs no embedder's word:
+            # "automobile" for a car, "canine" for a dog)
         if len(closest) == 1 and category not in closest and not any(closest.values()):
             key = next(iter(closest))  # a synonym or a kind of one sub-type: "grizzly" for grizzly bear
         else:
