@@ -140,7 +140,10 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
                                      "grike", "clint", "hurn", "sheugh", "cundy", "yett",
                                      "ghyll", "bourn", "leasow", "swale", "lagg", "mistal", "booley", "clachan", "noust",
                                      "kame", "vennel", "jitty", "twitten", "chare", "loaning", "yarpha", "quoy", "eyot",
-                                     "hithe", "lynchet", "runnel", "sitch", "gool", "bostle"])
+                                     "hithe", "lynchet", "runnel", "sitch", "gool", "bostle",
+                                     "knowe", "bealach", "biggin", "pightle", "linhay", "tallet", "reen", "zawn", "bwlch",
+                                     "nant", "ffridd", "hafod", "rhos", "gwaun", "moel", "allt", "meall", "sgeir",
+                                     "coire", "kirn", "bught", "fank", "lios", "bawn"])
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()

@@ -31,7 +31,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `mere`, `scar`, `slack`, `lound`, `wyke`, `toft`, `hurst`, `rake`, `stean`, `booth`, `pike`, `royd`, `slade`,
 `knott`, `bield`, `heugh`, `storth`, `wath`, `gowt`, `rean`, `lonning`, `ginnel`, `snicket`, `scaur`, `grough`,
 `flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog`, `dumble`, `ghyll`, `bourn`,
-`leasow`, `booley`, `clachan`, `noust`, `twitten`, `chare`, `loaning`, `hithe`, `lynchet` and `runnel`; read freely,
+`leasow`, `booley`, `clachan`, `noust`, `twitten`, `chare`, `loaning`, `hithe`, `lynchet`, `runnel`, `knowe`,
+`bealach`, `biggin`, `reen`, `zawn`, `bwlch`, `rhos`, `gwaun`, `moel`, `coire`, `kirn` and `bught`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -41,7 +42,7 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "royd", "slade", "knott", "bield", "heugh", "storth", "wath", "gowt", "rean", "lonning", "ginnel", "snicket",
                   "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble",
                   "ghyll", "bourn", "leasow", "booley", "clachan", "noust", "twitten", "chare", "loaning", "hithe", "lynchet",
-                  "runnel")
+                  "runnel", "knowe", "bealach", "biggin", "reen", "zawn", "bwlch", "rhos", "gwaun", "moel", "coire", "kirn", "bught")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -57,7 +58,9 @@ and `linn`, then 403 over the two catalogs, `gote`, `lode` and `fleam`, then 405
 had landed, 409 over the two catalogs, `grike`, `clint` and `hurn`, and 403 over the two catalogs, `sheugh`,
 `cundy` and `yett`; 400 in session 42 over the two catalogs, `swale`, `lagg` and `mistal`, then 402 over the two
 catalogs, `kame`, `vennel` and `jitty`, then 409 over the two catalogs, `yarpha`, `quoy` and `eyot`, then 420 over
-the two catalogs, `sitch`, `gool` and `bostle`); like test, only
+the two catalogs, `sitch`, `gool` and `bostle`; 414 in session 43 over the two catalogs, `pightle`, `linhay`
+and `tallet`, then 403 over the two catalogs, `nant`, `ffridd` and `hafod`, then 414 over the two catalogs,
+`allt`, `meall` and `sgeir`, then 404 over the two catalogs, `fank`, `lios` and `bawn`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -66,7 +69,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "hope", "outgang", "thorpe", "clough", "frith", "wray", "snape", "thack", "brant",
                     "snab", "yat", "staithe", "skelf", "cowp", "gimmer", "stell", "hirst", "linn", "gote", "lode", "fleam",
                     "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett",
-                    "swale", "lagg", "mistal", "kame", "vennel", "jitty", "yarpha", "quoy", "eyot", "sitch", "gool", "bostle")
+                    "swale", "lagg", "mistal", "kame", "vennel", "jitty", "yarpha", "quoy", "eyot", "sitch", "gool", "bostle",
+                    "pightle", "linhay", "tallet", "nant", "ffridd", "hafod", "allt", "meall", "sgeir", "fank", "lios", "bawn")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
