@@ -143,7 +143,10 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
                                      "hithe", "lynchet", "runnel", "sitch", "gool", "bostle",
                                      "knowe", "bealach", "biggin", "pightle", "linhay", "tallet", "reen", "zawn", "bwlch",
                                      "nant", "ffridd", "hafod", "rhos", "gwaun", "moel", "allt", "meall", "sgeir",
-                                     "coire", "kirn", "bught", "fank", "lios", "bawn"])
+                                     "coire", "kirn", "bught", "fank", "lios", "bawn",
+                                     "strath", "drumlin", "foss", "roundel", "wheal", "cwm", "ayre", "planticrub", "rath",
+                                     "loanen", "bohereen", "gowl", "curragh", "corcass", "turlough", "sceilg", "inish", "kyle",
+                                     "steading", "bothan", "airigh", "cleit", "tolsey", "pend"])
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()

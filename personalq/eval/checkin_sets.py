@@ -32,7 +32,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `knott`, `bield`, `heugh`, `storth`, `wath`, `gowt`, `rean`, `lonning`, `ginnel`, `snicket`, `scaur`, `grough`,
 `flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog`, `dumble`, `ghyll`, `bourn`,
 `leasow`, `booley`, `clachan`, `noust`, `twitten`, `chare`, `loaning`, `hithe`, `lynchet`, `runnel`, `knowe`,
-`bealach`, `biggin`, `reen`, `zawn`, `bwlch`, `rhos`, `gwaun`, `moel`, `coire`, `kirn` and `bught`; read freely,
+`bealach`, `biggin`, `reen`, `zawn`, `bwlch`, `rhos`, `gwaun`, `moel`, `coire`, `kirn`, `bught`, `strath`, `drumlin`,
+`foss`, `ayre`, `planticrub`, `rath`, `curragh`, `corcass`, `turlough`, `steading`, `bothan` and `airigh`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -42,7 +43,9 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "royd", "slade", "knott", "bield", "heugh", "storth", "wath", "gowt", "rean", "lonning", "ginnel", "snicket",
                   "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble",
                   "ghyll", "bourn", "leasow", "booley", "clachan", "noust", "twitten", "chare", "loaning", "hithe", "lynchet",
-                  "runnel", "knowe", "bealach", "biggin", "reen", "zawn", "bwlch", "rhos", "gwaun", "moel", "coire", "kirn", "bught")
+                  "runnel", "knowe", "bealach", "biggin", "reen", "zawn", "bwlch", "rhos", "gwaun", "moel", "coire", "kirn", "bught",
+                  "strath", "drumlin", "foss", "ayre", "planticrub", "rath", "curragh", "corcass", "turlough", "steading", "bothan",
+                  "airigh")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -60,7 +63,10 @@ had landed, 409 over the two catalogs, `grike`, `clint` and `hurn`, and 403 over
 catalogs, `kame`, `vennel` and `jitty`, then 409 over the two catalogs, `yarpha`, `quoy` and `eyot`, then 420 over
 the two catalogs, `sitch`, `gool` and `bostle`; 414 in session 43 over the two catalogs, `pightle`, `linhay`
 and `tallet`, then 403 over the two catalogs, `nant`, `ffridd` and `hafod`, then 414 over the two catalogs,
-`allt`, `meall` and `sgeir`, then 404 over the two catalogs, `fank`, `lios` and `bawn`); like test, only
+`allt`, `meall` and `sgeir`, then 404 over the two catalogs, `fank`, `lios` and `bawn`, then 412 over the two
+catalogs, `roundel`, `wheal` and `cwm`, then 420 over the two catalogs, `loanen`, `bohereen` and `gowl`, then 413
+over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catalogs, `cleit`, `tolsey` and
+`pend`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -70,7 +76,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "snab", "yat", "staithe", "skelf", "cowp", "gimmer", "stell", "hirst", "linn", "gote", "lode", "fleam",
                     "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett",
                     "swale", "lagg", "mistal", "kame", "vennel", "jitty", "yarpha", "quoy", "eyot", "sitch", "gool", "bostle",
-                    "pightle", "linhay", "tallet", "nant", "ffridd", "hafod", "allt", "meall", "sgeir", "fank", "lios", "bawn")
+                    "pightle", "linhay", "tallet", "nant", "ffridd", "hafod", "allt", "meall", "sgeir", "fank", "lios", "bawn",
+                    "roundel", "wheal", "cwm", "loanen", "bohereen", "gowl", "sceilg", "inish", "kyle", "cleit", "tolsey", "pend")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
