@@ -1602,6 +1602,14 @@ def test_phrasings_over_a_few_cards_the_forty_sixth_to_fifty_second_batches_show
     (("lil doggo in gouache",), "no_match", {"doggo"}),                         # a pet form, though WordNet has "doggo" as an adverb
     (("the top hat in batik",), "no_match", {"top hat"}),                       # a stop word begins the noun
     (("kite, not the latest", "the newer one"), "select", {"kite-2"}),          # the newest was never offered
+    (("the first version of anything, as long as it's not on the quay",), "clarify", {"kite-1", "ocarina-1"}),  # no long tails
+    (("kite", "nah, do the parrot instead"), "no_match", {"parrot"}),         # no offered one: a subject the catalog lacks
+    (("ukiyo-e kite",), "no_match", {"ukiyo-e"}),                             # a craft's own hyphened name
+    (("kite thats not batik, from 2025",), "clarify", {"kite-2", "kite-3"}),  # a bare comma ends the list of styles
+    (("anything knitted?",), "no_match", {"knitted"}),
+    (("my second kite or newer",), "clarify", {"kite-2", "kite-3"}),          # that version and every later one
+    (("the batik kite", "what else is on the meadow?"), "clarify", {"kite-2", "ocarina-1"}),  # any subject, not the chosen
+    (("the batik kite", "other batik pics?"), "select", {"ocarina-2"}),
     (("the kite", "the gouache 1"), "select", {"kite-2"}),                      # "1" after a style is "one"
 ])
 def test_phrasings_the_fifty_fourth_to_sixtieth_stranger_batches_showed(checkin, messages, action, expected):
@@ -1643,3 +1651,37 @@ def test_the_number_of_training_images_is_the_one_a_description_writes(tmp_path_
                            for n, count in ((1, 20), (2, 30), (3, 12))], tmp_path_factory, "image-count")
     selects(things, "the lamp trained on 30 images", "lamp-2")    # a count, not version 30
     selects(things, "my lamp with 12 pics", "lamp-3")
+
+
+def test_last_night_is_yesterday():
+    test_fixed_holidays_are_dates("the one i used last night", "2025-06-29", "2025-06-30")
+
+
+@pytest.mark.parametrize("cards, messages, action, expected", [
+    # "forest" where two places are kinds of forest rules out both
+    ([("lamp-1", "lamp", "batik", "oak forest", "A lamp."), ("lamp-2", "lamp", "batik", "pine forest", "A lamp."),
+      ("lamp-3", "lamp", "batik", "quay", "A lamp.")], ("the lamp that isn't in a forest",), "select", {"lamp-3"}),
+    # "ink wash" is the ink wash painting, the style less the kind of art it ends in
+    ([("lamp-1", "lamp", "ink wash painting", "quay", "A lamp."), ("lamp-2", "lamp", "batik", "quay", "A lamp.")],
+     ("my newest lamp", "no, the ink wash one"), "select", {"lamp-1"}),
+    # one letter of a hyphened style in a description is no look: "ukiyo-e" is a craft the catalog lacks
+    ([("lamp-1", "lamp", "yamato-e", "quay", "A lamp in yamato-e."), ("lamp-2", "lamp", "batik", "quay", "A lamp.")],
+     ("ukiyo-e lamp",), "no_match", {"ukiyo-e"}),
+    # "pillbugs" is WordNet's pill bug written closed up, a kind of woodlouse
+    ([("louse-1", "woodlouse", "batik", "quay", "A woodlouse."), ("lamp-1", "lamp", "batik", "quay", "A lamp.")],
+     ("my pillbugs",), "select", {"louse-1"}),
+    # a hare is no rabbit, though WordNet names the meat of both at once
+    ([("hare-1", "hare", "batik", "quay", "A hare."), ("lamp-1", "lamp", "batik", "quay", "A lamp.")],
+     ("the rabbit",), "no_match", {"rabbit"}),
+    # a pebble beach is the shingle beach, shingle being beach gravel of pebbles
+    ([("lamp-1", "lamp", "batik", "shingle beach", "A lamp."), ("lamp-2", "lamp", "batik", "quay", "A lamp.")],
+     ("the lamp on the pebble beach",), "select", {"lamp-1"}),
+    # "the fish" heads its phrase: the trout, though a lamp's description says fish
+    ([("trout-1", "trout", "batik", "quay", "A trout."), ("lamp-1", "lamp", "batik", "quay", "A lamp shaped like a fish.")],
+     ("the fish",), "select", {"trout-1"}),
+])
+def test_phrasings_over_described_cards_the_sixty_second_batch_showed(tmp_path_factory, cards, messages, action, expected):
+    things = checkin_over([entry(id, subject, style, place, f"2024-0{n + 1}-01T12:00:00Z", description, 1, 0)
+                           for n, (id, subject, style, place, description) in enumerate(cards)], tmp_path_factory,
+                          "batch62-" + "-".join(c[0] + c[2] for c in cards))
+    test_phrasings_a_fourth_stranger_batch_showed(things, messages, action, expected)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from personalq.checkin.intent import PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
+from personalq.checkin.intent import _MANY_OF_THEM, PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
@@ -42,7 +42,8 @@ _A_THING = r"(?:a|an|any|some)\s+[\w-]+\s+thing"  # "a neon thing"
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(rf"\b(?:anything|something|{_A_THING})\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
                           rf"\b(?:{_A_THING}|(?:anything|something)\s+(?!else\b)[\w-]+(?<!er))\s*(?:$|[,.!?])|"  # "anything fresco", not "anything newer"
-                          r"\b(?:any|whatever)\s+subject\b|\bother\s+(?:\w+\s+){1,2}ones\b", re.I)  # "what other watercolor ones"; "the other ones" keep it
+                          r"\b(?:any|whatever)\s+subject\b|\bother\s+(?:\w+\s+){1,2}" + _MANY_OF_THEM + r"\b|\b(?:what|anything)\s+else\b",
+                          re.I)  # "what other watercolor ones", "other cartoon pics?", "what else is on the beach?"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
@@ -456,11 +457,13 @@ class Conversation:
             return self._narrow(Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)]))
         full = parse_intent(reply, snap.vocabulary, self.now)
         if snap.named(reply) is not None or self._is_new_request(full, reply):
-            return self.ask(reply)
+            return self._ask_anew(reply, full)
         follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
         follow = self._about_last(follow)
         if asked and not follow.constraints and not follow.order:
             chosen = _options_named(self.last.options, reply, snap.vocabulary)
+            if len(chosen) != 1 and any(c.attribute == "unknown" and not c.excluded for c in full.constraints):
+                return self.ask(reply)  # "nah, do the parrot instead": no offered one, but a thing the catalog lacks
             if len(chosen) != 1:
                 self.last.reason = f"“{reply}” does not narrow it down"
                 return self.last
@@ -491,6 +494,16 @@ class Conversation:
             kept = self.request, self.intent, self.last  # "nah, show me what i have in fresco": the question turned
             if self.ask(reply).action == "no_match":  # down, and a request of its own where the two together fit nothing
                 self.request, self.intent, self.last = kept
+        return self.last
+
+    def _ask_anew(self, reply: str, full: Intent) -> CheckInResult:
+        """A new request; "what else is on the beach?" asks it without the checkpoint chosen last."""
+        chosen = self.last.checkpoint_id if full.not_that_one and self.last.action == "select" else None
+        self.ask(reply)
+        if chosen is not None and self.checkin.snapshot.named(reply) is None:
+            self.intent = replace(self.intent, constraints=[*self.intent.constraints,
+                                                            Constraint("checkpoints", frozenset({chosen}), "that one", excluded=True)])
+            self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)
         return self.last
 
     def _same_or_other(self, reply: str, follow: Intent) -> tuple[Intent, Intent]:

@@ -84,8 +84,10 @@ _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+(?:one|1)\b|\
 PLURAL_ONES = re.compile(r"\b(?:ones|stuff)\b", re.I)  # "the cartoon stuff"
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
-_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|something\s+else|"
-                       r"other(?=\s+(?:\w+\s+){0,2}ones\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
+# "ones", "photos", "pics": several checkpoints, whatever they show
+_MANY_OF_THEM = r"(?:ones|photos|pics|pictures|images|shots|stuff|things)"
+_THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|(?:something|what|anything)\s+else|"
+                       r"other(?=\s+(?:\w+\s+){0,2}" + _MANY_OF_THEM + r"\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
@@ -361,7 +363,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         if pair and after_in and (vocabulary.names_compound_matter(f"{tok.key} {pair.key}") or vocabulary.names_medium(pair.key)):
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
             return  # "a dog in cast iron": one noun for a material, said as what it is made in; "in felt pen"
-        if medium or depicted_as or in_medium or vocabulary.names_art_form(tok.key):
+        made = _ANYTHING_BEFORE.search(scan.text[:tok.start]) and vocabulary.names_making_in_art_form(tok.key)  # "anything knitted?"
+        if medium or depicted_as or in_medium or made or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
             intent.constraints = [c for c in intent.constraints  # "print" of "lino print" is no cue of its own
@@ -373,6 +376,7 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         words = intent.text[scan.toks[span[0]].start:scan.toks[span[-1]].end]  # "a cast iron spoon": one noun for its material
         if vocabulary.looks_like_style(words.lower()) or vocabulary.names_art_style(words.lower()) \
                 or len(span) == 2 and vocabulary.names_compound_matter(words.lower()) \
+                or len(span) == 2 and "-" in words and vocabulary.names_unknown(scan.toks[span[0]].key) \
                 or len(span) == 1 and (vocabulary.names_unknown(words.lower())  # a craft's own name
                                        or vocabulary.names_making_in_art_form(words.lower())):  # "a knitted scarf"
             _add(intent, ("unknown", words.lower()), [scan.toks[j] for j in span], exact=True)
@@ -546,6 +550,7 @@ _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without
                         r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?[\s-]*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:(?:the|a|an)\s+)?$", re.I)
+_WHEN = frozenset({"created", "used", "version", "never_used"})  # when made or used, and which version: no look
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
 
@@ -589,7 +594,10 @@ def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constrain
     previous: Constraint | None = None
     for c in sorted(constraints, key=lambda c: c.start):
         if c.attribute in _EXCLUDABLE and c.start >= 0:
-            listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(text[previous.end:c.start])
+            between = text[previous.end:c.start] if previous is not None else ""
+            # (a bare comma lists looks, or dates: "not watercolor, from 2024" asks for 2024)
+            listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(between) and (
+                (c.attribute in _WHEN) == (previous.attribute in _WHEN) or re.search(r"\b(?:or|nor|and)\b", between))
             if listed or c.start > skip and _negated(text, skip, previous, c):
                 c = replace(c, excluded=True)
         out.append(c)
@@ -701,7 +709,13 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
         rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1
-        if rank >= 0:
+        beyond = _NTH_OR_BEYOND.match(text, m.end())
+        if rank >= 0 and beyond:  # "my second shoe or newer": that version and every later one
+            versions = _versions_past(frozenset({rank + 1}), beyond.group(2), inclusive=True)
+            intent.constraints.append(Constraint("version", versions, m.group(0), m.start(), m.end()))
+            take(m.start(), m.end())
+            take(beyond.start(1), beyond.end())
+        elif rank >= 0:
             intent.order, intent.order_words, intent.order_rank = ("created", "min"), m.group(0), rank
             take(m.start(), m.end())
     m = _COMPARATIVE.search(text)
@@ -788,6 +802,7 @@ def _versions_past(numbers: frozenset, direction: str | None, inclusive: bool) -
 
 # "v2 or later", "version 3 and up", "v2+", "v4 or earlier": every version from (or up to) that one
 _OR_BEYOND = re.compile(r"\s*(?:\+|(?:(?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower)|onwards?)\b)", re.I)
+_NTH_OR_BEYOND = re.compile(r"(?:\s+(?!(?:or|and)\b)[\w-]+)?\s+((?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower))\b", re.I)
 _EARLIER_WORDS = frozenset({"earlier", "older", "below", "before", "lower"})
 # "newer than v2", "older than my version 3": every version past that one
 _THAN = re.compile(r"\b(later|newer|higher|earlier|older|lower)\s+than\s+(?:the\s+|my\s+)?$", re.I)
@@ -839,6 +854,9 @@ def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:
     return [(a, b) for run in _runs(sorted(indices), scan.toks, scan.text) for a, b in zip(run, run[1:])]
 
 
+_ANYTHING_BEFORE = re.compile(r"\b(?:anything|something|smth|stuff)\s+$", re.I)
+_DETAIL_BEFORE = re.compile(r"\b(?:with|w/?|holding|wearing|and)\s+(?:(?:the|a|an|some|its|his|her)\s+)?$", re.I)
+_AS_X_AS = re.compile(r"\bas\s+(long|soon|good|far|well|much)\s+as\b", re.I)
 _COLOURED = re.compile(r"colou?r(?:ed)?", re.I)
 
 
@@ -850,12 +868,15 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     description word ("oil paint", "leaded glass") only when it names a style or a place.
     """
     toks = scan.toks
-    content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit() and (
+    joined = [m.span(1) for m in _AS_X_AS.finditer(scan.text)]  # "as long as it's not blue": no long thing
+    content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit()
+               and not any(a <= toks[i].start < b for a, b in joined) and (
         toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and vocabulary.names_built_place(toks[i].key)
         and (toks[i].key in ENGLISH_STOP_WORDS or toks[i].key in DOMAIN_WORDS and _HEAD_END.match(scan.text, toks[i].end))
         or _starts_compound(i, scan, vocabulary))
         and not (i and _COLOURED.fullmatch(toks[i].text) and vocabulary.names_colour(toks[i - 1].key))]  # "white-colored": the white
-    cues = {j for j in content if toks[j].key in vocabulary.cue_words and not _part_of_term(vocabulary, toks[j], scan.found)}
+    cues = {j for j in content if toks[j].key in vocabulary.cue_words and len(toks[j].key) > 1  # one letter of a hyphened name is no word
+            and not _part_of_term(vocabulary, toks[j], scan.found)}
     # "wearing sunglasses": a verb before what it takes is no look of its own, unless what it takes is one too
     cues -= {j for j in cues if toks[j].key.endswith("ing") and j + 1 in content and j + 1 not in cues
              and vocabulary.is_noun(toks[j + 1].key) and _adjacent(scan.text, toks[j:j + 2])}
@@ -881,8 +902,12 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     cues -= {j for a, b in _pairs(content, scan) if vocabulary.names_art_style(f"{toks[a].key} {toks[b].key}") for j in (a, b)}
     compounds = [(a, b) for a, b in _compound_nouns(content, scan, vocabulary) if a not in cues]
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
-    if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look
-        cues -= {j for j in cues if toks[j].key in vocabulary.subject_words and scan.in_subject_slot(j, scan.modifiers | cues)}
+    if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look, as does
+        # "the bird" that heads its phrase where a description also says "bird": the kinds of bird the catalog has
+        cues -= {j for j in cues if scan.in_subject_slot(j, scan.modifiers | cues) and (
+            toks[j].key in vocabulary.subject_words
+            or _HEAD_END.match(scan.text, toks[j].end) and not _DETAIL_BEFORE.search(scan.text[:toks[j].start])
+            and vocabulary.names_kinds_of_subjects(toks[j].key))}  # ("the one with the bird" names a detail)
     shades = {j: vocabulary.shades_of(toks[j].key) for j in content if j not in cues}
     shades = {j: words for j, words in shades.items() if words}  # "blue" where a description says "navy"
     proposals = []

@@ -69,6 +69,7 @@ PERSON = 7846  # person.n.01
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
 _WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc", "data.verb")
+OPENED_MIN_PART = 3  # "pillbug" opens to pill bug; a split off letter or two names nothing
 _NOT_ADVERB_FILES = tuple(name for name in _WORD_FILES if "adv" not in name)
 # Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
 _INFLECTIONS = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("er", ""), ("est", ""), ("ly", ""),
@@ -143,7 +144,8 @@ class WordNet:
         return tuple(int(o) for o in fields[4 + pointers + 2:4 + pointers + 2 + count])
 
     def _lemma(self, word: str) -> tuple[str, tuple[int, ...]]:
-        """The WordNet lemma a word or phrase stands for and its noun senses; a plural falls back to its singular."""
+        """The WordNet lemma a word or phrase stands for and its noun senses; a plural falls back to its
+        singular, and one word WordNet lacks to the one two-word noun it closes up ("pillbug": pill bug)."""
         lemma = "_".join(word.lower().split())
         offsets = self._lemma_senses(lemma) if lemma else ()
         if not offsets and lemma:
@@ -151,7 +153,19 @@ class WordNet:
                 offsets = self._lemma_senses(form)
                 if offsets:
                     return form, offsets
+            closed = self._opened(lemma)
+            if closed is not None:
+                return closed, self._lemma_senses(closed)
         return lemma, offsets
+
+    def _opened(self, word: str) -> str | None:
+        """The one two-word noun a word WordNet lacks writes closed up, in any base form: "pillbugs" -> pill_bug."""
+        if "_" in word or len(word) < 2 * OPENED_MIN_PART or any(self._line(name, word.encode("utf-8", "ignore")) for name in _WORD_FILES
+                                                                 if name in self._maps):
+            return None
+        found = {form for at in range(OPENED_MIN_PART, len(word) - OPENED_MIN_PART + 1)
+                 for form in [f"{word[:at]}_{word[at:]}", *self._base_forms(f"{word[:at]}_{word[at:]}")] if self._lemma_senses(form)}
+        return found.pop() if len(found) == 1 else None
 
     def senses(self, word: str) -> tuple[int, ...]:
         """Every noun sense of a word or phrase, most frequent first."""

@@ -91,7 +91,8 @@ PATTERNS = [
     # "the year before last": the calendar unit two back
     ("before_last", re.compile(rf"\b(?:from\s+|in\s+)?(?:the\s+)?{_UNIT}\s+before\s+last\b", re.I)),
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
-    ("day", re.compile(r"\b(?:from\s+)?(today|(?:the\s+)?day\s+before\s+yesterday|yesterday)(?:'s)?\b", re.I)),
+    ("day", re.compile(r"\b(?:from\s+)?(today|tonight|this\s+(?:morning|afternoon|evening)|last\s+night|"
+                       r"(?:the\s+)?day\s+before\s+yesterday|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     # not after a possessive: "in its winter coat" is how the subject looks
     ("season", re.compile(r"\b(?<!its\s)(?<!his\s)(?<!her\s)(?<!their\s)" + _PREP
@@ -307,6 +308,9 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
     return joined
 
 
+_PART_OF_DAY = {"tonight": "today", "this morning": "today", "this afternoon": "today", "this evening": "today", "last night": "yesterday"}
+
+
 def _one_month(window: TimeWindow) -> bool:
     """Whether a window is one calendar month of one year ("oct this year", "march 2025")."""
     start, end = window.start, window.end
@@ -379,6 +383,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return TimeWindow(words, now - relativedelta(**{_unit(m.group(2)) + "s": 2 * _COUNT_WORDS[vague.group(1).lower()]}), now)
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
+        phrase = _PART_OF_DAY.get(re.sub(r"\s+", " ", phrase), phrase)  # "last night" is yesterday's
         phrase = re.sub(r"\w+$", lambda unit: _unit(unit.group()), phrase)
         if phrase.startswith("this "):
             return TimeWindow(words, *_span(now, phrase.split()[1]))

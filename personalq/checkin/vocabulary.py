@@ -583,7 +583,8 @@ class CatalogVocabulary:
         if phrase in self._word_cache:
             return self._word_cache[phrase]
         closed = self._closed_forms.get((phrase,))
-        found = (*closed, 1.0) if closed else self._by_spelling(phrase) or self._style_by_definition(phrase) or self._styles_made_by(phrase)
+        found = (*closed, 1.0) if closed else (self._by_spelling(phrase) or self._style_by_definition(phrase) or self._styles_made_by(phrase)
+                                               or self._by_defined_modifier(phrase))
         if found is None:
             found = self._by_meaning(phrase)
             if found is None or (found[0] == "subject" and found[1] not in self.categories):
@@ -624,7 +625,7 @@ class CatalogVocabulary:
         A word that holds a term's word yet is a noun of its own is no form of it."""
         if len(phrase) < 4:
             return None
-        best, best_ratio = None, SPELLING_MIN_RATIO
+        best, best_ratio, whole = None, SPELLING_MIN_RATIO, []
         for attribute, key in self._term_list:
             if attribute == "subject":  # "cat" is not "tabby cat": subjects go by meaning only
                 continue
@@ -634,7 +635,9 @@ class CatalogVocabulary:
             contained = any(len(part) >= 5 and len(phrase) - len(part) <= 5 and (phrase.startswith(part) or phrase.endswith(part))
                             and not (self.lexicon is not None and self._nouns_apart(phrase, part)) for part in key)  # "watercolor": no water
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
-            if contained or clipped or _one_stem(phrase, "".join(key)) or attribute == "environment" and self._first_of_compound(phrase, key):
+            # "pixel" for pixel art: the style less the kind of art it ends in
+            unnamed_kind = len(key) > 1 and " ".join(key[:-1]) == phrase and (key[-1] == "art" or self.names_art_form(key[-1]))
+            if contained or clipped or unnamed_kind or _one_stem(phrase, "".join(key)) or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
             elif len(phrase) >= 5:
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
@@ -644,6 +647,11 @@ class CatalogVocabulary:
                 continue
             if ratio > best_ratio or (best is None and ratio >= best_ratio):
                 best, best_ratio = (attribute, key, ratio), ratio
+                whole = [key] if ratio == 1.0 else []
+            elif ratio == 1.0 == best_ratio and attribute == best[0]:
+                whole.append(key)
+        if best is not None and len(whole) > 1:  # a word that ends two places' names alike ("lake" of two kinds of lake): either
+            return best[0], frozenset(whole), 1.0
         return best
 
     def _distinct_nouns(self, phrase: str, label: str) -> bool:
@@ -739,7 +747,11 @@ class CatalogVocabulary:
         if not mine or not theirs:
             return False
         reach = LEXICON_MAX_UP
-        if any(a == b or a in lex.ancestors(b, reach) or not headed and b in lex.ancestors(a, reach) for a in mine for b in theirs):
+        # a sense of both must be the word's usual one or the term's own: two animals are no synonyms for
+        # the one meat WordNet names after both, while "blade" is a sword in the sword's own sense
+        shared = set(lex.usual_senses(word) or mine) | set(self._own_senses(label)) if subject else set(mine)
+        if any(a in shared if a == b else a in lex.ancestors(b, reach) or not headed and b in lex.ancestors(a, reach)
+               for a in mine for b in theirs):
             return False
         if attribute == "environment" and any(self._defined_alike(a, b) for a in mine for b in theirs):
             return False
@@ -878,6 +890,18 @@ class CatalogVocabulary:
             return None
         return "style", next(iter(styles)) if len(styles) == 1 else styles, DEFINITION_STRENGTH
 
+    def _by_defined_modifier(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
+        """The one two-word place or style whose head the phrase shares and whose first word WordNet
+        defines by the phrase's first ("pebble beach" for the beach of a word WordNet defines as "coarse
+        beach gravel of pebbles")."""
+        words = phrase.split()
+        if self.lexicon is None or len(words) != 2:
+            return None
+        first, head = norm(words[0]), norm(words[1])
+        hits = [(attribute, key) for attribute, key in self._term_list if attribute != "subject" and len(key) == 2 and key[1] == head
+                and key[0] != first and first in {norm(w) for o in self.lexicon.senses(key[0]) for w in self.lexicon.defined_words(o)}]
+        return (*hits[0], DEFINITION_STRENGTH) if len(hits) == 1 else None
+
     def names_making_in_art_form(self, word: str) -> bool:
         """Whether a past participle says a thing was made in a kind of art, named by its verb's "-ing"
         noun: "knitted" (knitting), "carved" (carving)."""
@@ -979,6 +1003,10 @@ class CatalogVocabulary:
                                for c in self.term_categories[key])
         return ("subject", categories, HYPERNYM_STRENGTH) if categories else None
 
+    def names_kinds_of_subjects(self, word: str) -> bool:
+        """Whether a word is broader than some of the catalog's subjects ("bird" where it has wrens)."""
+        return self._categories_below(word) is not None
+
     def _by_head_noun(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
         """A subject term of two words named by its last ("lion" for a mountain lion), where the terms it
         ends are of one category and WordNet files the compound beside or below the word, or does not
@@ -1035,10 +1063,11 @@ class CatalogVocabulary:
         if len(categories) != 1:
             return None  # "vehicle" for both the rockets and the bicycles: not this word's to decide
         category = next(iter(categories))
-        if phrase in self._near_categories and category not in self._near_categories[phrase] and not (steps == 0 or all(closest.values())):
+        own_kind = all(closest.values()) and (self._categories_below(phrase) or (None, None))[1] == {category}
+        if phrase in self._near_categories and category not in self._near_categories[phrase] and not (steps == 0 or own_kind):
             return None  # WordNet's usual sense of "tiger" is a fierce person; the embedder puts it by the cats
-            # (a name of the term's own sense, or of the kind it is filed under, needs no embedder's word:
-            # "automobile" for a car, "canine" for a dog)
+            # (a name of the term's own sense, or of the kind it is filed under with nothing else of the
+            # catalog's below it, needs no embedder's word: "automobile" for a car, "canine" for a dog)
         if len(closest) == 1 and category not in closest and not any(closest.values()):
             key = next(iter(closest))  # a synonym or a kind of one sub-type: "grizzly" for grizzly bear
         else:
