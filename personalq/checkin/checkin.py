@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from personalq.checkin.intent import _MANY_OF_THEM, PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
+from personalq.checkin.intent import MANY_OF_THEM, PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
@@ -42,7 +42,7 @@ _A_THING = r"(?:a|an|any|some)\s+[\w-]+\s+thing"  # "a neon thing"
 # "actually anything in the forest", "something done in watercolor": any subject, where the setting or look is
 _ANY_SUBJECT = re.compile(rf"\b(?:anything|something|{_A_THING})\s+(?:in|at|on|by|near|under|inside|set|made|done|drawn|painted)\b|"
                           rf"\b(?:{_A_THING}|(?:anything|something)\s+(?!else\b)[\w-]+(?<!er))\s*(?:$|[,.!?])|"  # "anything fresco", not "anything newer"
-                          r"\b(?:any|whatever)\s+subject\b|\bother\s+(?:\w+\s+){1,2}" + _MANY_OF_THEM + r"\b|\b(?:what|anything)\s+else\b",
+                          r"\b(?:any|whatever)\s+subject\b|\bother\s+(?:\w+\s+){1,2}" + MANY_OF_THEM + r"\b|\b(?:what|anything)\s+else\b",
                           re.I)  # "what other watercolor ones", "other cartoon pics?", "what else is on the beach?"; "the other ones" keep it
 # "any bear from 2025", "any watercolor bear": any checkpoint of the subject, whatever was asked before
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)

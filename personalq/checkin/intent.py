@@ -85,9 +85,9 @@ PLURAL_ONES = re.compile(r"\b(?:ones|stuff)\b", re.I)  # "the cartoon stuff"
 # "a newer one", "one that's newer", "something older", "one of the older ones": any of them, not the next one.
 _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|which\s+is|of\s+(?:the|my)))\s+(?:\w+\s+)?$", re.I)
 # "ones", "photos", "pics": several checkpoints, whatever they show
-_MANY_OF_THEM = r"(?:ones|photos|pics|pictures|images|shots|stuff|things)"
+MANY_OF_THEM = r"(?:ones|photos|pics|pictures|images|shots|stuff|things)"
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|(?:something|what|anything)\s+else|"
-                       r"other(?=\s+(?:\w+\s+){0,2}" + _MANY_OF_THEM + r"\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
+                       r"other(?=\s+(?:\w+\s+){0,2}" + MANY_OF_THEM + r"\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
@@ -801,8 +801,10 @@ def _versions_past(numbers: frozenset, direction: str | None, inclusive: bool) -
 
 
 # "v2 or later", "version 3 and up", "v2+", "v4 or earlier": every version from (or up to) that one
-_OR_BEYOND = re.compile(r"\s*(?:\+|(?:(?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower)|onwards?)\b)", re.I)
-_NTH_OR_BEYOND = re.compile(r"(?:\s+(?!(?:or|and)\b)[\w-]+)?\s+((?:or|and)\s+(later|newer|above|up|higher|after|earlier|older|below|before|lower))\b", re.I)
+_BEYOND = r"(later|newer|above|up|higher|after|earlier|older|below|before|lower)"
+_OR_BEYOND = re.compile(r"\s*(?:\+|(?:(?:or|and)\s+" + _BEYOND + r"|onwards?)\b)", re.I)
+# "my second shoe or newer": an ordinal, its noun, and the direction
+_NTH_OR_BEYOND = re.compile(r"(?:\s+(?!(?:or|and)\b)[\w-]+)?\s+((?:or|and)\s+" + _BEYOND + r")\b", re.I)
 _EARLIER_WORDS = frozenset({"earlier", "older", "below", "before", "lower"})
 # "newer than v2", "older than my version 3": every version past that one
 _THAN = re.compile(r"\b(later|newer|higher|earlier|older|lower)\s+than\s+(?:the\s+|my\s+)?$", re.I)
@@ -960,8 +962,9 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         _, attribute, key, span = proposal
         if resolved.intersection(span) or (attribute in scan.found and not _may_add_second(intent, attribute, scan.text, toks[span[0]])):
             continue
-        if attribute == "subject" and not scan.in_subject_slot(span[0]) and not _EXCLUSION.search(scan.text[:toks[span[0]].start]):
-            deferred.append(proposal)  # ("but not a fish" is a subject's slot too)  # a weaker style or place may yet fill the words before it
+        excluded = _EXCLUSION.search(scan.text[:toks[span[0]].start])  # "but not a fish" is a subject's slot too
+        if attribute == "subject" and not scan.in_subject_slot(span[0]) and not excluded:
+            deferred.append(proposal)  # a weaker style or place may yet fill the words before it
             continue
         _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
         scan.found.add(attribute)

@@ -637,7 +637,8 @@ class CatalogVocabulary:
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             # "pixel" for pixel art: the style less the kind of art it ends in
             unnamed_kind = len(key) > 1 and " ".join(key[:-1]) == phrase and (key[-1] == "art" or self.names_art_form(key[-1]))
-            if contained or clipped or unnamed_kind or _one_stem(phrase, "".join(key)) or attribute == "environment" and self._first_of_compound(phrase, key):
+            if contained or clipped or unnamed_kind or _one_stem(phrase, "".join(key)) \
+                    or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
             elif len(phrase) >= 5:
                 ratio = difflib.SequenceMatcher(None, phrase, label).ratio()
