@@ -749,7 +749,7 @@ class CatalogVocabulary:
             return False
         reach = LEXICON_MAX_UP
         # a sense of both must be the word's usual one or the term's own: two animals are no synonyms for
-        # the one meat WordNet names after both, while "blade" is a sword in the sword's own sense
+        # the one meat WordNet names after both, while a rarer sense of a word may be the term's very own
         shared = set(lex.usual_senses(word) or mine) | set(self._own_senses(label)) if subject else set(mine)
         if any(a in shared if a == b else a in lex.ancestors(b, reach) or not headed and b in lex.ancestors(a, reach)
                for a in mine for b in theirs):
