@@ -462,9 +462,9 @@ class Conversation:
         follow = self._about_last(follow)
         if asked and not follow.constraints and not follow.order:
             chosen = _options_named(self.last.options, reply, snap.vocabulary)
-            if len(chosen) != 1 and any(c.attribute == "unknown" and not c.excluded for c in full.constraints):
-                return self.ask(reply)  # "nah, do the parrot instead": no offered one, but a thing the catalog lacks
             if len(chosen) != 1:
+                if any(c.attribute == "unknown" and not c.excluded for c in full.constraints):
+                    return self.ask(reply)  # "nah, do the parrot instead": no offered one, but a thing the catalog lacks
                 self.last.reason = f"“{reply}” does not narrow it down"
                 return self.last
             return self._narrow(Intent(reply, [Constraint("checkpoints", frozenset(chosen[0].checkpoint_ids), reply)]))

@@ -1064,8 +1064,8 @@ class CatalogVocabulary:
         if len(categories) != 1:
             return None  # "vehicle" for both the rockets and the bicycles: not this word's to decide
         category = next(iter(categories))
-        own_kind = all(closest.values()) and (self._categories_below(phrase) or (None, None))[1] == {category}
-        if phrase in self._near_categories and category not in self._near_categories[phrase] and not (steps == 0 or own_kind):
+        if phrase in self._near_categories and category not in self._near_categories[phrase] and not (
+                steps == 0 or all(closest.values()) and (self._categories_below(phrase) or (None, None))[1] == {category}):
             return None  # WordNet's usual sense of "tiger" is a fierce person; the embedder puts it by the cats
             # (a name of the term's own sense, or of the kind it is filed under with nothing else of the
             # catalog's below it, needs no embedder's word: "automobile" for a car, "canine" for a dog)
