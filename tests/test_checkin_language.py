@@ -156,7 +156,9 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
                                          ("walrus batik", "walrus"), ("my albatross gouache", "albatross"),  # a creature before a style
                                          ("a walrus swimming", "walrus"),  # "swimming" is no head noun
                                          ("my kite going down a river", "river"), ("the ocarina down a mine shaft", "shaft"),
-                                         ("my kite in the forest", "forest")])  # WordNet files a forest as plant life
+                                         ("my kite in the forest", "forest"),  # WordNet files a forest as plant life
+                                         ("my kite in a bathtub", "bathtub"), ("the ocarina inside a jar", "jar"),  # what holds it
+                                         ("the ocarina out on the tundra", "tundra")])  # WordNet files a plain as dry land
 def test_an_absent_subject_style_or_setting_is_a_no_match_that_names_it(checkin, text, named):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and named in result.reason, (text, result.action, result.reason)
@@ -1685,3 +1687,46 @@ def test_phrasings_over_described_cards_the_sixty_second_batch_showed(tmp_path_f
                            for n, (id, subject, style, place, description) in enumerate(cards)], tmp_path_factory,
                           "batch62-" + "-".join(c[0] + c[2] for c in cards))
     test_phrasings_a_fourth_stranger_batch_showed(things, messages, action, expected)
+
+
+def test_a_subjects_head_noun_after_a_place_names_the_subject(tmp_path_factory):
+    """"the quay press": the cider press on the quay; a plain word after a place is part of it
+    ("city streets") only when it does not stand for a catalog subject itself."""
+    presses = checkin_over([
+        entry("press-1", "cider press", "batik", "quay", "2024-02-01T12:00:00Z", "A cider press.", 1, 0),
+        entry("press-2", "cider press", "gouache", "meadow", "2024-05-01T12:00:00Z", "A cider press.", 2, 0),
+        entry("kite-1", "kite", "batik", "quay", "2024-08-01T12:00:00Z", "A kite.", 1, 0),
+    ], tmp_path_factory, "presses")
+    selects(presses, "the quay press", "press-1")
+    selects(presses, "meadow press", "press-2")
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("a kite less than 6 months old",), "clarify", {"kite-2", "kite-3"}),      # made since then
+    (("the kite that's over 6 months old",), "select", {"kite-1"}),            # made before then
+    (("the ocarina i used on the 10th of january 2025",), "select", {"ocarina-2"}),  # the year is the day's, not when it was made
+    (("which ocarina did i have out in may",), "select", {"ocarina-1"}),       # "have out" is a use
+    (("my kite", "actually, a walrus"), "no_match", {"walrus"}),                # a new subject the catalog lacks, after "actually"
+])
+def test_phrasings_the_seventieth_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_a_list_of_ruled_out_places_may_repeat_the_preposition(tmp_path_factory):
+    """"not on the quay or in the attic": both places are ruled out, not only the first."""
+    placed = checkin_over([
+        entry("kite-1", "kite", "batik", "meadow", "2024-02-01T12:00:00Z", "A kite.", 1, 0),
+        entry("kite-2", "kite", "batik", "quay", "2024-05-01T12:00:00Z", "A kite.", 2, 0),
+        entry("kite-3", "kite", "batik", "attic", "2024-08-01T12:00:00Z", "A kite.", 3, 0),
+    ], tmp_path_factory, "placed")
+    selects(placed, "the kite that isn't on the quay or in the attic", "kite-1")
+
+
+def test_a_catalog_term_with_a_possessive_is_read_as_typed(tmp_path_factory):
+    """A card's place "shepherd's hut" is met by "the shepherd's hut" as by "the shepherds hut"."""
+    huts = checkin_over([
+        entry("kite-1", "kite", "batik", "shepherd's hut", "2024-02-01T12:00:00Z", "A kite.", 1, 0),
+        entry("kite-2", "kite", "batik", "quay", "2024-05-01T12:00:00Z", "A kite.", 2, 0),
+    ], tmp_path_factory, "huts")
+    selects(huts, "the kite in the shepherd's hut", "kite-1")
+    selects(huts, "my kite in the shepherds hut", "kite-1")

@@ -71,7 +71,7 @@ _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd
 # "the newer 1", "the other 1": a "1" typed for "one" after these words is no version
 _ONE_AFTER = frozenset({"newer", "older", "earlier", "later", "next", "other", "another", "latest", "newest", "oldest", "first", "last", "recent"})
 _NEWEST = ("most", "latest", "newest", "new", "recent", "recently", "last")
-_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
+_USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|have|has|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
 _NEGATED_USE = re.compile(r"(?:\bnever|\bnot|n['’]?t)[\s-]+$", re.I)
 _USE_WINDOW = re.compile(r"(?:used|touched|opened|run)\b", re.I)  # "(haven't) touched since may": a window of last use
@@ -91,6 +91,7 @@ _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+diff
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
+_OPENERS = frozenset({"actually", "now", "then", "also", "maybe", "perhaps"})  # "actually, a griffin": still the whole message
 
 
 @dataclass(frozen=True)
@@ -408,11 +409,11 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     """A leftover place or weather word after "in"/"at"/"on"... ("my dog in the rain", "at the ocean")
     asks for a setting no checkpoint was trained in; it is a constraint like a known place ("on the
     beach"), so the answer is a no-match that offers the nearest checkpoints, not any of them silently.
-    A leftover that names no place ("in a poncho", "at dusk") stays prompt context, as does one that
-    only modifies the place after it ("through the boat shed": the shed is the place; not "on a diner
-    counter", where the counter is a detail of the picture) or only restates the request's own place
-    in broader words ("in snowy weather"), or names a part of the catalog place before it ("in the
-    church nook"). A word right before the subject or a word for a scene that usually names a place
+    So does a container it is in ("in a jar"). A leftover that names no place ("in a poncho", "at
+    dusk") stays prompt context, as does one that only modifies the place after it ("through the boat
+    shed": the shed is the place; not "on a diner counter", where the counter is a detail of the
+    picture) or only restates the request's own place in broader words ("in snowy weather"), or names
+    a part of the catalog place before it ("in the church nook"). A word right before the subject or a word for a scene that usually names a place
     ("an ocean horse", "a river scene") sets it there too, unless the two are one noun ("a sea horse")."""
     before = _right_before_subject(intent, scan, unknown)[-1:] + [j for j in unknown if _SCENE_AFTER.match(scan.text, scan.toks[j].end)]
     for j in unknown:
@@ -423,7 +424,9 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         elif not in_place_slot(scan.text, tok.start):  # the slot first: the place check below walks WordNet
             continue
         else:
-            word = next((w for w in (tok.text.lower(), tok.key) if vocabulary.names_place(w)), None)  # "woods", whose "wood" is no place
+            inside = bool(_INSIDE.search(scan.text[:tok.start]))  # "in a jar": what holds the subject is its setting
+            word = next((w for w in (tok.text.lower(), tok.key)  # "woods", whose "wood" is no place
+                         if vocabulary.names_place(w) or inside and vocabulary.names_container(w)), None)
         if word is None:
             continue
         head = scan.toks[j + 1] if j + 1 < len(scan.toks) and _adjacent(scan.text, scan.toks[j:j + 2]) else None
@@ -533,6 +536,10 @@ _PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|ato
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
 
+# "in a jar", "inside a basket": what the subject is in, where a container names its setting
+_INSIDE = re.compile(r"\b(?:in|inside|into|within)\s+(?:(?:the|a|an|some|my)\s+)?(?:\w+\s+)?$", re.I)
+
+
 def in_place_slot(text: str, start: int) -> bool:
     """Whether the word at `start` follows a place preposition ("in the", "by some old")."""
     return bool(_PLACE_SLOT.search(text[:start]))
@@ -548,8 +555,10 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
 _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?[\s-]*$", re.I)
-# "except cartoon or pixel", "except the lake ones and the X"; not "not the watercolor one, the realistic X"
-_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:(?:the|a|an)\s+)?$", re.I)
+# "except cartoon or pixel", "except the lake ones and the X", "not in the X or down the Y"; not
+# "not the watercolor one, the realistic X"
+_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*"
+                           r"(?:(?:in|at|on|by|near|under|down|up|inside|from)\s+)?(?:(?:the|a|an)\s+)?$", re.I)
 _WHEN = frozenset({"created", "used", "version", "never_used"})  # when made or used, and which version: no look
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
@@ -636,7 +645,7 @@ class _Scan:
         k = j - 1
         while k >= 0 and (k in skip or self.toks[k].key in _SLOT_FILLERS):  # "my lil giraffe", "my trained giraffe"
             k -= 1
-        opening = all(t.key in CHAT_WORDS for t in self.toks[:k])  # "ooh a unicorn": only chat words before it
+        opening = all(t.key in CHAT_WORDS or t.key in _OPENERS for t in self.toks[:k])  # "ooh a unicorn": only chat words before it
         return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)
 
 
@@ -833,11 +842,12 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
     for i in range(n - 1):  # "city streets", "pencil sketch": a plain word beside a place or style is part of it
         if not _adjacent(scan.text, toks[i:i + 2]):  # "the cat, paper style": a comma parts them
             continue
-        if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment"):
+        if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment") \
+                and not _names_subject(toks[i + 1], vocabulary):  # "the barn dibber": a dibber in the barn
             scan.used.add(i + 1)
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "style") \
                 and _MEDIUM_AFTER.fullmatch(scan.text, toks[i].end, toks[i + 1].end) \
-                and (vocabulary.similar(toks[i + 1].text.lower()) or ("",))[0] != "subject":
+                and not _names_subject(toks[i + 1], vocabulary):
             scan.used.add(i + 1)  # "a fresco painting": the medium noun of the catalog's style, no look of its own
             # (unless it names the subject: "oil painting artwork" where artworks are a catalog subject)
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "environment") \
@@ -849,6 +859,11 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
                 and not (vocabulary.names_thing(toks[i].key) and not vocabulary.names_medium(toks[i].key)):  # "giraffe decal": a creature or thing is drawn
             scan.used.add(i)
             scan.modifiers.add(i)
+
+
+def _names_subject(tok: Token, vocabulary: CatalogVocabulary) -> bool:
+    """Whether a word alone stands for a catalog subject ("dibber" for the garden dibber)."""
+    return (vocabulary.similar(tok.text.lower()) or ("",))[0] == "subject"
 
 
 def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:

@@ -46,12 +46,13 @@ WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in 
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
 # atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist), vegetation.n.01
 # (a forest, the woods, the undergrowth: WordNet files them as plant life, not land) and land.n.04 (a
-# marsh, a peninsula: WordNet files land as an object, not a location) and celestial_body.n.01 (on
+# marsh, a peninsula: WordNet files land as an object, not a location), land.n.02 (a plain, a
+# continent) and celestial_body.n.01 (on
 # the moon, on a comet): a word below one of them names where or in what weather a picture is set,
 # that is a place. Light and hour ("at
 # sunset", "at dawn") are not: they are lighting for the prompt, which no card is expected to name.
 PLACES = frozenset({27167, 9225146, 9287968, 4341686, 3315023, 4564698, 3302121, 4530566, 4019101, 11425580, 11439690, 8436759,
-                    9335240, 9239740})
+                    9335240, 9334396, 9239740})
 # clock_time.n.01, time_period.n.01 and star.n.01: "sunset" is also an atmospheric phenomenon, and
 # the sun a celestial body, but a word that usually names an hour, a part of the day or a light in
 # the sky ("in the sun", "under the stars") is lighting, never a place.
@@ -65,6 +66,7 @@ MATTER = 20827  # matter.n.03: what things are made of ("ice", "sand", "water"),
 ARTIFACT = 21939  # artifact.n.01: what people made, a building or a mine among them
 ANIMAL = 15388  # animal.n.01
 PERSON = 7846  # person.n.01
+CONTAINER = 3094503  # container.n.01: what things are put in ("a jar", "a basket")
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
@@ -359,6 +361,10 @@ class WordNet:
     def names_matter(self, word: str) -> bool:
         """Whether one of the word's usual noun senses is matter, what things are made of ("ice", "sand", "mud")."""
         return any(MATTER in self.ancestors(sense, 20) for sense in self.usual_senses(word))
+
+    def names_container(self, word: str) -> bool:
+        """Whether one of the word's usual noun senses is a container ("tub", "jar"; not "scarf")."""
+        return any(CONTAINER in self.ancestors(sense, 20) for sense in self.usual_senses(word))
 
     def colour_senses(self, word: str) -> set[int]:
         """The word's noun senses that are particular colours, rare ones too ("orange" the colour, not

@@ -37,6 +37,7 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
 _HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
 _REL_YEAR = r"(?:of\s+)?(?:last|this)\s+(?:year|yr)"
+_YEAR_NAMED = r"(?:of\s+)?(?:(?:last|this)\s+(?:year|yr)|(?:19|20)\d\d)"  # "of last year", "2025"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
 _POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
           rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
@@ -74,12 +75,15 @@ PATTERNS = [
     ("than", re.compile(rf"\b(no\s+|not\s+)?(older|earlier|newer|later|younger)\s+than\s+(?:the\s+)?({_POINT})\b", re.I)),
     # "after 2025 started": from the point's start on, as "since 2025"
     ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
+    # "less than a year old", "under 6 months old", "over a year old": made since (or before) that long ago
+    ("age", re.compile(rf"\b(less|under|younger|more|over|older)\s+(?:than\s+)?({_NUM})\s+{_UNIT}s?\s+old\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),
     # "in the last week", "over the past month", "this past week": the week up to now, where "last week" is the calendar one
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+|during\s+)?(?:the|this)\s+(?:past|last|previous)\s+(){_UNIT}\b(?!\s+(?:of|before)\b)", re.I)),
     # "used on the 5th", "the 5th of this month", "on the 3rd of march": a day of a month, no version
-    ("day_of_month", re.compile(rf"\bon\s+the\s+({_DAY_OF_MONTH})(?:\s+of\s+(?:(this|last)\s+month|({_MONTH})))?\b", re.I)),
-    ("day_of_month", re.compile(rf"\bthe\s+({_DAY_OF_MONTH})\s+of\s+(?:(this|last)\s+month|({_MONTH}))\b", re.I)),
+    # "the 4th of july last year", "on the 3rd of march 2025": that year's
+    ("day_of_month", re.compile(rf"\bon\s+the\s+({_DAY_OF_MONTH})(?:\s+of\s+(?:(this|last)\s+month|({_MONTH})(?:,?\s+({_YEAR_NAMED}))?))?\b", re.I)),
+    ("day_of_month", re.compile(rf"\bthe\s+({_DAY_OF_MONTH})\s+of\s+(?:(this|last)\s+month|({_MONTH})(?:,?\s+({_YEAR_NAMED}))?)\b", re.I)),
     # "the second half of 2024", "the first half of last year": six months, no second version
     ("year_half", re.compile(r"\b" + _PREP + r"(?:the\s+)?(first|second|1st|2nd)\s+half\s+of\s+((?:19|20)\d\d|last\s+year|this\s+year)\b", re.I)),
     ("month_rel_year", re.compile(rf"\b{_PREP}({_MONTH})\s+(?:of\s+)?(last|this)\s+(?:year|yr)\b", re.I)),
@@ -166,6 +170,12 @@ def _month_number(name: str) -> int:
 def _latest_start(month: int, now: datetime, day: int = 1) -> datetime:
     start = datetime(now.year, month, day, tzinfo=timezone.utc)
     return start if start <= now else start - relativedelta(years=1)
+
+
+def _named_year(words: str, now: datetime) -> int:
+    """"2025", "of last year", "this yr": the year they name."""
+    digits = re.search(r"\d{4}", words)
+    return int(digits.group()) if digits else now.year - int(re.search(r"\blast\b", words, re.I) is not None)
 
 
 def _day_of_month(day: int, which: str | None, month: str | None, now: datetime) -> datetime:
@@ -347,6 +357,10 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "rolling":
         start, _ = _day(now - relativedelta(**{_unit(m.group(2)) + "s": _count(m.group(1))}))
         return TimeWindow(words, start, None)
+    if kind == "age":
+        start, _ = _day(now - relativedelta(**{_unit(m.group(3)) + "s": _count(m.group(2))}))
+        young = m.group(1).lower() in ("less", "under", "younger")
+        return TimeWindow(words, start, None) if young else TimeWindow(words, None, start)
     if kind == "month_rel_year":
         year = now.year - (m.group(2).lower() == "last")
         first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
@@ -371,7 +385,12 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         return None if bounds is None else TimeWindow(words, *bounds)
     if kind == "day_of_month":
         day = int(m.group(1)[:-2])
-        return TimeWindow(words, *_day(_day_of_month(day, m.group(2), m.group(3), now))) if 1 <= day <= 31 else None
+        if not 1 <= day <= 31:
+            return None
+        if m.group(4):
+            first = datetime(_named_year(m.group(4), now), _month_number(m.group(3)), 1, tzinfo=timezone.utc)
+            return TimeWindow(words, *_day(first + relativedelta(day=day)))
+        return TimeWindow(words, *_day(_day_of_month(day, m.group(2), m.group(3), now)))
     if kind == "date":
         moment = _moment(m.group(1), now)
         return None if moment is None else TimeWindow(words, *_day(moment))

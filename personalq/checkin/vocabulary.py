@@ -140,7 +140,8 @@ def tokens(text: str) -> list[Token]:
 
 
 def term_key(phrase: str) -> tuple[str, ...]:
-    return tuple(norm(m.group()) for m in _WORD.finditer(phrase))
+    """A term's words as a request's are read ("dealer's choice" is dealer, choice), so the two can meet."""
+    return tuple(t.key for t in tokens(phrase))
 
 
 # Berlin and Kay's eleven basic colour terms: what a survey shade is filed under ("plum" under purple)
@@ -388,6 +389,10 @@ class CatalogVocabulary:
     def names_place(self, word: str) -> bool:
         """Whether an unknown word names a place or weather (a setting); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_place(word)
+
+    def names_container(self, word: str) -> bool:
+        """Whether an unknown word usually names a container; without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_container(word)
 
     def usually_names_place(self, word: str) -> bool:
         """Whether the word's usual sense is a place or weather ("ocean", "snow"); without WordNet none is."""
