@@ -146,7 +146,13 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
                                      "coire", "kirn", "bught", "fank", "lios", "bawn",
                                      "strath", "drumlin", "foss", "roundel", "wheal", "cwm", "ayre", "planticrub", "rath",
                                      "loanen", "bohereen", "gowl", "curragh", "corcass", "turlough", "sceilg", "inish", "kyle",
-                                     "steading", "bothan", "airigh", "cleit", "tolsey", "pend"])
+                                     "steading", "bothan", "airigh", "cleit", "tolsey", "pend",
+                                     "stob", "sron", "lairig", "uamh", "cleuch", "slochd", "eilean", "tulach", "druim",
+                                     "bidean", "sgurr", "beinn", "creag", "gleann", "achadh", "cnoc", "torr", "rubha",
+                                     "caol", "clach", "leac", "sgorr", "meallan", "lochain", "cefn", "bryn", "mynydd",
+                                     "gallt", "twyn", "ystrad", "maes", "rhyd", "waun", "porth", "stuc", "sithean",
+                                     "ruadh", "garbh", "sgiath", "aber", "llan", "gwern", "hendre", "pistyll", "rhiw",
+                                     "tyddyn", "ffos", "clogwyn"])
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()

@@ -33,7 +33,9 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `flosh`, `spong`, `holl`, `rhyne`, `knap`, `hythe`, `wong`, `shippon`, `scrog`, `dumble`, `ghyll`, `bourn`,
 `leasow`, `booley`, `clachan`, `noust`, `twitten`, `chare`, `loaning`, `hithe`, `lynchet`, `runnel`, `knowe`,
 `bealach`, `biggin`, `reen`, `zawn`, `bwlch`, `rhos`, `gwaun`, `moel`, `coire`, `kirn`, `bught`, `strath`, `drumlin`,
-`foss`, `ayre`, `planticrub`, `rath`, `curragh`, `corcass`, `turlough`, `steading`, `bothan` and `airigh`; read freely,
+`foss`, `ayre`, `planticrub`, `rath`, `curragh`, `corcass`, `turlough`, `steading`, `bothan`, `airigh`, `stob`, `sron`,
+`lairig`, `eilean`, `tulach`, `druim`, `creag`, `gleann`, `achadh`, `caol`, `clach`, `leac`, `cefn`, `bryn`, `mynydd`,
+`maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll` and `rhiw`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -45,7 +47,9 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "ghyll", "bourn", "leasow", "booley", "clachan", "noust", "twitten", "chare", "loaning", "hithe", "lynchet",
                   "runnel", "knowe", "bealach", "biggin", "reen", "zawn", "bwlch", "rhos", "gwaun", "moel", "coire", "kirn", "bught",
                   "strath", "drumlin", "foss", "ayre", "planticrub", "rath", "curragh", "corcass", "turlough", "steading", "bothan",
-                  "airigh")
+                  "airigh", "stob", "sron", "lairig", "eilean", "tulach", "druim", "creag", "gleann", "achadh", "caol",
+                  "clach", "leac", "cefn", "bryn", "mynydd", "maes", "rhyd", "waun", "ruadh", "garbh", "sgiath", "hendre",
+                  "pistyll", "rhiw")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -66,7 +70,11 @@ and `tallet`, then 403 over the two catalogs, `nant`, `ffridd` and `hafod`, then
 `allt`, `meall` and `sgeir`, then 404 over the two catalogs, `fank`, `lios` and `bawn`, then 412 over the two
 catalogs, `roundel`, `wheal` and `cwm`, then 420 over the two catalogs, `loanen`, `bohereen` and `gowl`, then 413
 over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catalogs, `cleit`, `tolsey` and
-`pend`); like test, only
+`pend`; 400 in session 44 over the two catalogs, `uamh`, `cleuch` and `slochd`, then 397 over the two catalogs, `bidean`,
+`sgurr` and `beinn`, then 409 over the two catalogs, `cnoc`, `torr` and `rubha`, then 416 over the two catalogs, `sgorr`,
+`meallan` and `lochain`, then 418 over the two catalogs, `gallt`, `twyn` and `ystrad`, then 398 over the two catalogs,
+`porth`, `stuc` and `sithean`, then 401 over the two catalogs, `aber`, `llan` and `gwern`, then 409 over the two catalogs,
+`tyddyn`, `ffos` and `clogwyn`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -77,7 +85,10 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "ryding", "sneck", "hemmel", "soke", "clow", "bink", "grike", "clint", "hurn", "sheugh", "cundy", "yett",
                     "swale", "lagg", "mistal", "kame", "vennel", "jitty", "yarpha", "quoy", "eyot", "sitch", "gool", "bostle",
                     "pightle", "linhay", "tallet", "nant", "ffridd", "hafod", "allt", "meall", "sgeir", "fank", "lios", "bawn",
-                    "roundel", "wheal", "cwm", "loanen", "bohereen", "gowl", "sceilg", "inish", "kyle", "cleit", "tolsey", "pend")
+                    "roundel", "wheal", "cwm", "loanen", "bohereen", "gowl", "sceilg", "inish", "kyle", "cleit", "tolsey", "pend",
+                    "uamh", "cleuch", "slochd", "bidean", "sgurr", "beinn", "cnoc", "torr", "rubha", "sgorr", "meallan",
+                    "lochain", "gallt", "twyn", "ystrad", "porth", "stuc", "sithean", "aber", "llan", "gwern", "tyddyn",
+                    "ffos", "clogwyn")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
