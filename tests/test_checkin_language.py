@@ -1701,12 +1701,31 @@ def test_a_subjects_head_noun_after_a_place_names_the_subject(tmp_path_factory):
     selects(presses, "meadow press", "press-2")
 
 
+def test_a_subjects_head_noun_after_a_catalog_look_names_the_subject(tmp_path_factory):
+    """"the voxel robot pls": the tin robot in voxel art, though a kite's card says "robot" too; the
+    look before it and the "pls" after it leave the robot the thing drawn."""
+    robots = checkin_over([
+        entry("robot-1", "tin robot", "voxel art", "quay", "2024-02-01T12:00:00Z", "A tin robot.", 1, 0),
+        entry("robot-2", "tin robot", "batik", "quay", "2024-05-01T12:00:00Z", "A tin robot.", 2, 0),
+        entry("kite-1", "kite", "voxel art", "quay", "2024-08-01T12:00:00Z", "A kite shaped like a robot.", 1, 0),
+    ], tmp_path_factory, "robots")
+    selects(robots, "the voxel robot pls", "robot-1")
+
+
 @pytest.mark.parametrize("messages, action, expected", [
     (("a kite less than 6 months old",), "clarify", {"kite-2", "kite-3"}),      # made since then
     (("the kite that's over 6 months old",), "select", {"kite-1"}),            # made before then
     (("the ocarina i used on the 10th of january 2025",), "select", {"ocarina-2"}),  # the year is the day's, not when it was made
     (("which ocarina did i have out in may",), "select", {"ocarina-1"}),       # "have out" is a use
     (("my kite", "actually, a walrus"), "no_match", {"walrus"}),                # a new subject the catalog lacks, after "actually"
+    (("kite, anything but the 1st",), "clarify", {"kite-2", "kite-3"}),          # the first ruled out, as "any kite but the first"
+    (("my kite next to the lighthouse",), "no_match", {"lighthouse"}),           # "next to" sets a place as "beside" does
+    (("the kite on the quay", "wait, show me the batik ones instead"), "clarify", {"kite-1", "ocarina-2"}),  # a look across subjects
+    (("the gouache kite", "actually the previous one"), "select", {"kite-1"}),  # the one before the chosen one, not the second newest
+    (("the newer kites, v2 and up",), "clarify", {"kite-2", "kite-3"}),         # several newer ones, as "the newer ones"
+    (("the kite", "three"), "select", {"kite-3"}),                               # a number in words answers as its digit
+    (("the ocarina i used around new year's",), "select", {"ocarina-2"}),       # the holiday's month
+    (("the kite i've been using",), "clarify", {"kite-1", "kite-2"}),            # ever used
 ])
 def test_phrasings_the_seventieth_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
@@ -1730,3 +1749,22 @@ def test_a_catalog_term_with_a_possessive_is_read_as_typed(tmp_path_factory):
     ], tmp_path_factory, "huts")
     selects(huts, "the kite in the shepherd's hut", "kite-1")
     selects(huts, "my kite in the shepherds hut", "kite-1")
+
+
+def test_the_verb_of_a_styles_participle_names_that_style(tmp_path_factory):
+    """"the knit kite" for the style "knitted lace", as "knitted" alone would."""
+    knits = checkin_over([
+        entry("kite-1", "kite", "knitted lace", "quay", "2024-02-01T12:00:00Z", "A kite.", 1, 0),
+        entry("kite-2", "kite", "batik", "quay", "2024-05-01T12:00:00Z", "A kite.", 2, 0),
+    ], tmp_path_factory, "knits")
+    selects(knits, "the knit kite", "kite-1")
+
+
+def test_a_season_word_that_starts_a_catalog_place_is_that_place(tmp_path_factory):
+    """"from the winter garden": the catalog's place, no time; "from may" is still a month."""
+    gardens = checkin_over([
+        entry("kite-1", "kite", "batik", "winter garden", "2024-07-01T12:00:00Z", "A kite.", 1, 0),
+        entry("kite-2", "kite", "batik", "quay", "2024-05-01T12:00:00Z", "A kite.", 2, 0),
+    ], tmp_path_factory, "gardens")
+    selects(gardens, "the kite from the winter garden", "kite-1")
+    selects(gardens, "the kite from may", "kite-2")

@@ -23,6 +23,7 @@ from personalq.checkin.vocabulary import STOP_WORDS, CatalogVocabulary, norm, te
 MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
 _BARE_NUMBER = re.compile(r"\s*\d{1,2}\s*")  # "3" where two were offered: no option's place, a version (not "2025", a year)
+_NUMBER_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten".split(), start=2)}  # "four": v4 ("one" is any one)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
@@ -48,6 +49,7 @@ _ANY_SUBJECT = re.compile(rf"\b(?:anything|something|{_A_THING})\s+(?:in|at|on|b
 _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 # "nah the horse", "actually the cat": a reply that opens by turning the question down
 _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
+_LOOK_ONES_INSTEAD = re.compile(r"\b(?:ones|stuff)\s+instead\b", re.I)  # not "the older ones instead", which has no look
 _INDEFINITE = re.compile(r"\b(?:a|an|some|any)\s+$", re.I)  # "give me a cat": any cat, not the one offered
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
@@ -449,8 +451,8 @@ class Conversation:
             m = _PICK_OPTION.match(reply)
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
                 reply = self.last.options[_OPTION_INDEX[m.group(1).lower()]]
-            elif _BARE_NUMBER.fullmatch(reply):
-                reply = f"v{reply.strip()}"
+            elif _BARE_NUMBER.fullmatch(reply) or reply.strip(" .!").lower() in _NUMBER_WORDS:
+                reply = f"v{_NUMBER_WORDS.get(reply.strip(' .!').lower(), reply.strip())}"
         if isinstance(reply, ClarificationOption):
             if not asked:
                 return self.ask(reply.label)
@@ -579,11 +581,12 @@ class Conversation:
         as do words one offered option fits best ("the one by the plum trees"), unless they name another
         thing to draw ("the lighthouse in watercolor"). A reply that asks for any subject ("what about
         something in the forest") drops the one asked about."""
-        if _SAME.search(text):
-            return False
         snap = self.checkin.snapshot
         new = [c for c in full.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
         old = [c for c in self.intent.constraints if c.attribute in ("subject", "unknown") and not c.excluded]
+        if _SAME.search(text):  # "show me the lino ones instead": a look or place across subjects
+            return not new and bool(old) and bool(_LOOK_ONES_INSTEAD.search(text)) and any(
+                c.attribute in ("style", "environment") and not c.excluded for c in full.constraints)
         if not new:  # "what about something in the forest", "actually, the watercolor ones": any subject, not the one asked about
             return bool(old) and bool(_ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and PLURAL_ONES.search(text)
                                       and full.constraints)
@@ -604,7 +607,11 @@ class Conversation:
         return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
 
     def _about_last(self, follow: Intent) -> Intent:
-        """"not that one", "the older one": constraints relative to the checkpoint chosen last."""
+        """"not that one", "the older one": constraints relative to the checkpoint chosen last; "the
+        previous one" after a choice is the one before it, as "the one before that" is."""
+        if self.last.action == "select" and follow.order_rank == 1 and follow.order_words.lower() == "previous" \
+                and not _KEEP_THE_REST.search(follow.text):  # ("and the previous version of that one?" keeps its place)
+            follow.order, follow.order_words, follow.order_rank, follow.comparative = None, "", 0, "older"
         if not (follow.not_that_one or follow.comparative):
             return follow
         if self.last.action != "select":  # among the offered ones: the older or newer of them

@@ -45,11 +45,11 @@ _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 # "not the brand new one", "not the new one"
-_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first|brand[\s-]new|(?:old|new)(?=\s+one\b))(?:\s+one)?\b"
+_ENDS = r"(latest|newest|most\s+recent|last|oldest|earliest|first|1st|brand[\s-]new|(?:old|new)(?=\s+one\b))(?:\s+one)?\b"
 _NOT_BESIDE_NOT = r"(?:is|are|was)n['’]?t|except(?:\s+for)?"  # "isn't", "except": like "not", before an order word
 _NOT_ORDER = re.compile(r"\b((?:(?:but\s+)?not|" + _NOT_BESIDE_NOT + r")\s+(?:the|my)\s+" + _ENDS + ")", re.I)
 _NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besides)\s+(?:the\s+one\s+(?:that\s+)?(?:i\s+|we\s+)?|my\s+|the\s+)?$", re.I)
-_ANY_BUT_ORDER = re.compile(r"\bany\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest"
+_ANY_BUT_ORDER = re.compile(r"\bany(?:thing|one)?\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest", "anything but the 1st"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
                         r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
@@ -62,7 +62,7 @@ _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+no
                          r"(?:nobody|no\s+one)(?:['’]s|\s+has)?\s+(?:ever\s+)?(?:used|tried|touched|opened)(?:\s+yet)?)\b", re.I)  # "never got around to using"
 # "the one i actually use", "ones i've used": used at all, so not the never-used ones. Only with a
 # word that stresses the use or the perfect tense: "which one should i use" asks, it states nothing.
-_EVER_USED = re.compile(r"\b(?:(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+)?(?:use[ds]?|run|ran|tried)|"
+_EVER_USED = re.compile(r"\b(?:(?:i|we)(?:\s+(?:actually|really|do|did|have)|'?ve)\s+(?:actually\s+|really\s+|been\s+)?(?:use[ds]?|using|run|ran|tried)|"
                          r"(?:used|run|tried)\s+at\s+least\s+once)\b", re.I)  # "used at least once": any that ever was
 _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|oldest|earliest|first|original|og|"
                     r"(?<=the\s)(?:old|new)(?=\s+one\b))\b", re.I)  # "the old one": the oldest of them
@@ -199,6 +199,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         taken[m.start():m.end()] = [True] * (m.end() - m.start())
     scan = _Scan(text, [t for t in tokens(text) if not any(taken[t.start:t.end])])
     _catalog_terms(intent, scan, vocabulary)
+    intent.any_comparative = intent.any_comparative or _plural_after_comparative(intent)
     # "striped" reads as a card's "stripes" only once the catalog's own terms ("tabby cat") are taken
     scan.toks = [t if j in scan.used else replace(t, key=vocabulary.base_form(t.key)) for j, t in enumerate(scan.toks)]
     unknown = _cues_and_synonyms(intent, scan, vocabulary)
@@ -213,6 +214,15 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
     intent.constraints = _alternatives(text, _with_exclusions(text, intent.constraints))
     intent.unexplained = [scan.toks[j].text for j in unknown if not any(c.start <= scan.toks[j].start < c.end for c in intent.constraints)]
     return intent
+
+
+def _plural_after_comparative(intent: Intent) -> bool:
+    """"the newer teapots": several newer ones, as "the newer ones" are, not the next one."""
+    subject = intent.subject
+    if not intent.comparative or subject is None or subject.start < 0:
+        return False
+    last = subject.words.split()[-1]
+    return norm(last) != last.lower() and bool(re.search(r"\b(?:older|newer|earlier|later)\s+(?:\w+\s+)?$", intent.text[:subject.start], re.I))
 
 
 # "next to croissants", "with a dog", "beside the tree": what the subject is shown with
@@ -531,7 +541,7 @@ def _right_after_subject(intent: Intent, scan: _Scan, unknown: list[int]) -> lis
 # "in the rain", "at the ocean", "by a tram stop", "down a river", "the one from the beach": where a
 # noun names the picture's setting, never a look ("rain" is not watercolor). A setting no card names
 # is one the catalog lacks (_absent_setting).
-_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|under|beside|inside|outside|atop|along|across|around|over|above|from|"
+_PLACE_SLOT = re.compile(r"\b(?:in|at|on|by|near|next\s+to|under|beside|inside|outside|atop|along|across|around|over|above|from|"
                          r"down|up|through|into|among|amid|amongst|within|beneath|below|behind)\s+"
                          r"(?:(?:the|a|an|some)\s+)?(?:\w+\s+)?$", re.I)
 
@@ -713,7 +723,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             take(other.start(), other.end())
     m = _NOT_ORDER.search(text) or _ANY_BUT_ORDER.search(text)
     if m and not any(taken[m.start(1):m.end(1)]):
-        intent.ruled_out_order = ("created", "min" if m.group(2).lower() in ("oldest", "earliest", "first", "old") else "max")
+        intent.ruled_out_order = ("created", "min" if m.group(2).lower() in ("oldest", "earliest", "first", "1st", "old") else "max")
         take(m.start(1), m.end(1))
     m = _NTH.search(text)
     if m and not intent.order and not any(taken[m.start():m.end()]):
@@ -757,8 +767,11 @@ _RIGHT_ALTERNATIVE = re.compile(r"\s*(?:or|/)\s*(?:v\.?\s?)?(\d{1,2})\b", re.I)
 
 
 def _part_of_a_term(text: str, start: int, end: int, vocabulary: CatalogVocabulary) -> bool:
-    """Whether the words at start..end and the word right before or after them are a catalog term."""
+    """Whether the words at start..end and the word right before or after them are a catalog term
+    ("from the spring fete": the phrase's "from the" is no part of it)."""
     words = term_key(text[start:end])
+    while len(words) > 1 and words[0] in STOP_WORDS:
+        words = words[1:]
     before, after = re.search(r"(\w+)[\s-]+$", text[:start]), re.match(r"[\s-]+(\w+)", text[end:])
     joined = ([(*term_key(before.group(1)), *words)] if before else []) + ([(*words, *term_key(after.group(1)))] if after else [])
     return any(key in table for key in joined for table in vocabulary.terms.values())
@@ -921,7 +934,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     cues -= {b for _, b in compounds}  # "wheat field": no "field" of a description
     if "subject" not in scan.found:  # "tabby" of "tabby cat" in the subject slot names a subject, not a look, as does
         # "the bird" that heads its phrase where a description also says "bird": the kinds of bird the catalog has
-        cues -= {j for j in cues if scan.in_subject_slot(j, scan.modifiers | cues) and (
+        # "knitted hen", "the lino hen": how it was made, or a word for a catalog look, may stand before it
+        looks = {j for j in content if toks[j].key.endswith("ed") and any(vocabulary.is_verb(v) for v in verb_stems(toks[j].key))
+                 or j not in cues and (vocabulary.similar(toks[j].text.lower()) or ("",))[0] == "style"}
+        cues -= {j for j in cues if scan.in_subject_slot(j, scan.modifiers | cues | looks) and (
             toks[j].key in vocabulary.subject_words
             or _HEAD_END.match(scan.text, toks[j].end) and not _DETAIL_BEFORE.search(scan.text[:toks[j].start])
             and vocabulary.names_kinds_of_subjects(toks[j].key))}  # ("the one with the bird" names a detail)
@@ -1047,8 +1063,10 @@ _POSE_BEFORE_PLACE = re.compile(r"\s+(?:on|in|at|by|among|beside|near|under|insi
 _BEFORE_STYLE = re.compile(r"\s+(?:in|as|with|by)\s+(?:an?\s+|the\s+)?", re.I)  # "drawn by a plotter"
 
 
-# What may follow the noun a request ends its noun phrase with: the end, a comma, or a preposition.
-_HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b)", re.I)
+# What may follow the noun a request ends its noun phrase with: the end, a comma, a preposition or
+# clause word, or a closing "pls" or "thx" ("the lino hen pls": the hen is drawn).
+_HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b|"
+                       r"(?:pls|plz|please|thx|thanks|ty)\W*$)", re.I)
 
 
 def _starts_compound(i: int, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:

@@ -24,7 +24,9 @@ MONTH_PARTS = {"early": 1, "beginning": 1, "start": 1, "mid": 11, "middle": 11, 
 # Fixed-date holidays dateparser does not read: (month, day).
 HOLIDAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "new year's eve": (12, 31), "new years eve": (12, 31),
             "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentine's day": (2, 14),
-            "valentines day": (2, 14), "xmas eve": (12, 24), "xmas": (12, 25)}
+            "valentines day": (2, 14), "xmas eve": (12, 24), "xmas": (12, 25),
+            "new year's": (1, 1), "new years": (1, 1), "new year": (1, 1)}  # "around new year's", "since new year": its first day
+_BOUND_ONLY = "new year"  # a bare "new year" is a day only after "since", "before"...: not "a new year card"
 _WEEKDAY = "|".join(calendar.day_name)
 _SEASON_YEAR = r"(?:spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?:\d{4}|(?:last|this)\s+(?:year|yr))"  # "since spring last year"
 _MONTHS = "|".join(calendar.month_name[1:])
@@ -35,7 +37,7 @@ _VERB_MONTH = re.compile(r"^(?:may|march)$")
 _MONTH_CUE = re.compile(r"\b(?:in|from|during|on|of|since|before|after|until|the|this|past|last|and|between)\s+$", re.I)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _NUMERIC_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
-_HOLIDAY = "|".join(sorted(HOLIDAYS, key=len, reverse=True))
+_HOLIDAY = "|".join(sorted(set(HOLIDAYS) - {_BOUND_ONLY}, key=len, reverse=True))
 _REL_YEAR = r"(?:of\s+)?(?:last|this)\s+(?:year|yr)"
 _YEAR_NAMED = r"(?:of\s+)?(?:(?:last|this)\s+(?:year|yr)|(?:19|20)\d\d)"  # "of last year", "2025"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
@@ -74,7 +76,7 @@ PATTERNS = [
     # "older than 2025" is before it; "no older than 2025" is from its start on
     ("than", re.compile(rf"\b(no\s+|not\s+)?(older|earlier|newer|later|younger)\s+than\s+(?:the\s+)?({_POINT})\b", re.I)),
     # "after 2025 started": from the point's start on, as "since 2025"
-    ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
+    ("bound", re.compile(rf"(?<!right\s)(?<!just\s)\b(before|since|after|until)\s+(?:the\s+)?({_POINT}|{_BOUND_ONLY})(\s+(?:started|began|begun|kicked\s+off))?\b", re.I)),
     # "less than a year old", "under 6 months old", "over a year old": made since (or before) that long ago
     ("age", re.compile(rf"\b(less|under|younger|more|over|older)\s+(?:than\s+)?({_NUM})\s+{_UNIT}s?\s+old\b", re.I)),
     ("rolling", re.compile(rf"\b(?:in\s+|within\s+|over\s+)?(?:the\s+)?(?:past|last|previous)\s+({_NUM})\s+{_UNIT}s?\b", re.I)),

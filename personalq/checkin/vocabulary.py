@@ -626,7 +626,7 @@ class CatalogVocabulary:
         return not reach & category_senses
 
     def _by_spelling(self, phrase: str) -> tuple[str, tuple[str, ...], float] | None:
-        """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon".
+        """Style and place spelling variants and derived forms: "watercolour", "cartoony", "photorealistic", "toon", "knit".
         A word that holds a term's word yet is a noun of its own is no form of it."""
         if len(phrase) < 4:
             return None
@@ -642,7 +642,9 @@ class CatalogVocabulary:
             clipped = " " not in phrase and any(part.endswith(phrase) and len(part) - len(phrase) <= 3 for part in key)
             # "pixel" for pixel art: the style less the kind of art it ends in
             unnamed_kind = len(key) > 1 and " ".join(key[:-1]) == phrase and (key[-1] == "art" or self.names_art_form(key[-1]))
-            if contained or clipped or unnamed_kind or _one_stem(phrase, "".join(key)) \
+            # "knit" for knitted lace: the verb a participle of a longer style stands for
+            participle = attribute == "style" and len(key) > 1 and any(part.endswith("ed") and phrase in verb_stems(part) for part in key)
+            if contained or clipped or unnamed_kind or participle or _one_stem(phrase, "".join(key)) \
                     or attribute == "environment" and self._first_of_compound(phrase, key):
                 ratio = 1.0
             elif len(phrase) >= 5:
