@@ -45,8 +45,8 @@ WRITING_IMPLEMENT = 4608567  # writing_implement.n.01: what one draws with ("in 
 # docks), facility.n.01 (a zoo, an airport), way.n.06 (a street, a road), excavation.n.03 (a mine),
 # vessel.n.02 and public_transport.n.01 (on a boat, on the bus),
 # atmospheric_phenomenon.n.01 (rain, snow, a storm), cloud.n.01 (fog, mist), vegetation.n.01
-# (a forest, the woods, the undergrowth: WordNet files them as plant life, not land) and land.n.04 (a
-# marsh, a peninsula: WordNet files land as an object, not a location), land.n.02 (a plain, a
+# (a forest, the woods, the undergrowth: WordNet files them as plant life, not land) and land.n.02 (a
+# marsh, a peninsula: WordNet files land as an object, not a location), land.n.04 (a plain, a
 # continent) and celestial_body.n.01 (on
 # the moon, on a comet): a word below one of them names where or in what weather a picture is set,
 # that is a place. Light and hour ("at
