@@ -125,34 +125,12 @@ def test_expected_answers_follow_from_the_annotated_constraints(catalog, request
             assert hits == {truth["checkpoint_id"]}, r["instance_id"]
 
 
-@pytest.mark.parametrize("catalog", ["atelier", "harbor", "grove", "loft", "pier", "vault", "dune", "ember", "mesa", "opal", "cove", "tarn", "bramble", "sedge",
-                                     "scree", "loam", "gorse", "marl", "silt", "tor", "fen", "crag", "knoll", "holt", "wold", "rill",
-                                     "carr", "tump", "ness", "brae", "dell", "combe", "holm", "dene", "garth", "carse", "shaw", "haugh",
-                                     "gill", "beck", "cleugh", "rigg", "howe", "nab", "sike", "thwaite", "garr",
-                                     "keld", "mere", "scar", "hause", "hagg", "ings", "slack", "lound", "wyke", "gair", "snook", "sough",
-                                     "toft", "hurst", "rake", "laithe", "swang", "shiel",
-                                     "stean", "booth", "pike", "hope", "outgang", "thorpe",
-                                     "royd", "slade", "knott", "clough", "frith", "wray", "bield", "heugh", "storth",
-                                     "snape", "thack", "brant", "wath", "gowt", "rean", "snab", "yat", "staithe",
-                                     "lonning", "ginnel", "snicket", "skelf", "cowp", "gimmer",
-                                     "scaur", "grough", "flosh", "spong", "holl", "rhyne", "knap", "hythe", "wong", "shippon", "scrog", "dumble",
-                                     "stell", "hirst", "linn", "gote", "lode", "fleam", "ryding", "sneck", "hemmel", "soke", "clow", "bink",
-                                     "grike", "clint", "hurn", "sheugh", "cundy", "yett",
-                                     "ghyll", "bourn", "leasow", "swale", "lagg", "mistal", "booley", "clachan", "noust",
-                                     "kame", "vennel", "jitty", "twitten", "chare", "loaning", "yarpha", "quoy", "eyot",
-                                     "hithe", "lynchet", "runnel", "sitch", "gool", "bostle",
-                                     "knowe", "bealach", "biggin", "pightle", "linhay", "tallet", "reen", "zawn", "bwlch",
-                                     "nant", "ffridd", "hafod", "rhos", "gwaun", "moel", "allt", "meall", "sgeir",
-                                     "coire", "kirn", "bught", "fank", "lios", "bawn",
-                                     "strath", "drumlin", "foss", "roundel", "wheal", "cwm", "ayre", "planticrub", "rath",
-                                     "loanen", "bohereen", "gowl", "curragh", "corcass", "turlough", "sceilg", "inish", "kyle",
-                                     "steading", "bothan", "airigh", "cleit", "tolsey", "pend",
-                                     "stob", "sron", "lairig", "uamh", "cleuch", "slochd", "eilean", "tulach", "druim",
-                                     "bidean", "sgurr", "beinn", "creag", "gleann", "achadh", "cnoc", "torr", "rubha",
-                                     "caol", "clach", "leac", "sgorr", "meallan", "lochain", "cefn", "bryn", "mynydd",
-                                     "gallt", "twyn", "ystrad", "maes", "rhyd", "waun", "porth", "stuc", "sithean",
-                                     "ruadh", "garbh", "sgiath", "aber", "llan", "gwern", "hendre", "pistyll", "rhiw",
-                                     "tyddyn", "ffos", "clogwyn"])
+# Every hand-written catalog but the demo repository and `workshop`, the two whose words the code may
+# name (the data README says which): each new catalog is listed once, in checkin_sets.
+UNSEEN_CATALOGS = sorted((set(EXTRA_CATALOGS) | set(HOLDOUT_CATALOGS)) - {"demo", "workshop"})
+
+
+@pytest.mark.parametrize("catalog", UNSEEN_CATALOGS)
 def test_unseen_catalog_vocabulary_appears_nowhere_in_the_code(catalog):
     """Its subjects, styles and places test reading the catalog's own words only if no code names them."""
     words = set()
