@@ -448,18 +448,19 @@ class Conversation:
         if dropped and parse_intent(dropped.group(1), snap.vocabulary, self.now).subject is not None:
             return self.ask(reply[dropped.end():])  # "forget the dog, do i have a giraffe?": a subject dropped, a new request
         if asked and isinstance(reply, str):
-            m = _PICK_OPTION.match(reply)
+            m, word = _PICK_OPTION.match(reply), reply.strip(" .!").lower()
             if m and _OPTION_INDEX[m.group(1).lower()] < len(self.last.options):
                 reply = self.last.options[_OPTION_INDEX[m.group(1).lower()]]
-            elif _BARE_NUMBER.fullmatch(reply) or reply.strip(" .!").lower() in _NUMBER_WORDS:
-                reply = f"v{_NUMBER_WORDS.get(reply.strip(' .!').lower(), reply.strip())}"
+            elif _BARE_NUMBER.fullmatch(reply) or word in _NUMBER_WORDS:
+                reply = f"v{_NUMBER_WORDS.get(word, reply.strip())}"
         if isinstance(reply, ClarificationOption):
             if not asked:
                 return self.ask(reply.label)
             return self._narrow(Intent(reply.label, [Constraint("checkpoints", frozenset(reply.checkpoint_ids), reply.label)]))
         full = parse_intent(reply, snap.vocabulary, self.now)
-        if snap.named(reply) is not None or self._is_new_request(full, reply):
-            return self._ask_anew(reply, full)
+        named = snap.named(reply) is not None
+        if named or self._is_new_request(full, reply):
+            return self._ask_anew(reply, full, named)
         follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
         follow = self._about_last(follow)
         if asked and not follow.constraints and not follow.order:
@@ -498,11 +499,12 @@ class Conversation:
                 self.request, self.intent, self.last = kept
         return self.last
 
-    def _ask_anew(self, reply: str, full: Intent) -> CheckInResult:
-        """A new request; "what else is on the beach?" asks it without the checkpoint chosen last."""
+    def _ask_anew(self, reply: str, full: Intent, named: bool) -> CheckInResult:
+        """A new request; "what else is on the beach?" asks it without the checkpoint chosen last (unless
+        the reply names a checkpoint itself, `named`)."""
         chosen = self.last.checkpoint_id if full.not_that_one and self.last.action == "select" else None
         self.ask(reply)
-        if chosen is not None and self.checkin.snapshot.named(reply) is None:
+        if chosen is not None and not named:
             self.intent = replace(self.intent, constraints=[*self.intent.constraints,
                                                             Constraint("checkpoints", frozenset({chosen}), "that one", excluded=True)])
             self.last = self.checkin.decide(self.request, self.intent, self.now, self.pool)

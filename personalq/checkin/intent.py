@@ -423,8 +423,9 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     dusk") stays prompt context, as does one that only modifies the place after it ("through the boat
     shed": the shed is the place; not "on a diner counter", where the counter is a detail of the
     picture) or only restates the request's own place in broader words ("in snowy weather"), or names
-    a part of the catalog place before it ("in the church nook"). A word right before the subject or a word for a scene that usually names a place
-    ("an ocean horse", "a river scene") sets it there too, unless the two are one noun ("a sea horse")."""
+    a part of the catalog place before it ("in the church nook"). A word right before the subject or a
+    word for a scene that usually names a place ("an ocean horse", "a river scene") sets it there too,
+    unless the two are one noun ("a sea horse")."""
     before = _right_before_subject(intent, scan, unknown)[-1:] + [j for j in unknown if _SCENE_AFTER.match(scan.text, scan.toks[j].end)]
     for j in unknown:
         tok = scan.toks[j]

@@ -175,7 +175,7 @@ def _latest_start(month: int, now: datetime, day: int = 1) -> datetime:
 
 
 def _named_year(words: str, now: datetime) -> int:
-    """"2025", "of last year", "this yr": the year they name."""
+    """"2025", "of last year", "this yr", "march last year": the year they name."""
     digits = re.search(r"\d{4}", words)
     return int(digits.group()) if digits else now.year - int(re.search(r"\blast\b", words, re.I) is not None)
 
@@ -212,14 +212,11 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
         return _span(now - relativedelta(**{unit + "s": int(relative.group(1).lower() == "last")}), unit)
     season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4}|last|this)(?:\s+(?:year|yr))?", target, re.I)
     if season:
-        year = season.group(2).lower()
-        year = int(year) if year.isdigit() else now.year - int(year == "last")
-        first = datetime(year, SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
+        first = datetime(_named_year(season.group(2), now), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:
-        year = now.year - int(re.search(r"\blast\s+\w+$", target, re.I) is not None)
-        first = datetime(year, _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
+        first = datetime(_named_year(target, now), _month_number(named_year.group(1)), 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=1)
     moment = _moment(target, now)
     if moment is None:
@@ -364,8 +361,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         young = m.group(1).lower() in ("less", "under", "younger")
         return TimeWindow(words, start, None) if young else TimeWindow(words, None, start)
     if kind == "month_rel_year":
-        year = now.year - (m.group(2).lower() == "last")
-        first = datetime(year, _month_number(m.group(1)), 1, tzinfo=timezone.utc)
+        first = datetime(_named_year(m.group(2), now), _month_number(m.group(1)), 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=1))
     if kind == "not_within":
         return TimeWindow(m.group(1), None, _day(now - relativedelta(**{_unit(m.group(3)) + "s": _count(m.group(2))}))[0])
@@ -440,9 +436,7 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         first = datetime(int(m.group(3)), month, day, tzinfo=timezone.utc) if m.group(3) else _latest_start(month, now, day)
         return TimeWindow(words, first, first + relativedelta(days=10) if day < 21 else first.replace(day=1) + relativedelta(months=1))
     if kind == "year_half":
-        year = m.group(2).lower()
-        year = int(year) if year.isdigit() else now.year - (year.startswith("last"))
-        first = datetime(year, 1 if m.group(1).lower() in ("first", "1st") else 7, 1, tzinfo=timezone.utc)
+        first = datetime(_named_year(m.group(2), now), 1 if m.group(1).lower() in ("first", "1st") else 7, 1, tzinfo=timezone.utc)
         return TimeWindow(words, first, first + relativedelta(months=6))
     if kind == "year_part":
         first = datetime(int(m.group(2)), YEAR_PARTS[m.group(1).lower()], 1, tzinfo=timezone.utc)
