@@ -145,6 +145,15 @@ def test_a_typo_equally_near_two_words_is_left_as_typed():
     assert Speller(["ink"], [], None).correct_word("idk") is None  # three letters: no changed letter
 
 
+def test_a_dropped_letter_breaks_a_tie_and_a_hyphened_word_stays_whole():
+    from personalq.checkin.spelling import Speller
+
+    assert Speller(["which", "with"], [], None).correct_word("wich") == "which"  # a letter left out, not one changed
+    hyphened = Speller(["art"], [], is_word=lambda w: w == "go-kart")
+    assert hyphened.correct("a go-kart") == "a go-kart"  # a hyphened English word, though its "kart" alone is none
+    assert hyphened.correct("a kart") == "a art"
+
+
 @pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch"),
                                          ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
@@ -1760,3 +1769,56 @@ def test_a_term_one_kite_alone_has_is_read_as_typed(tmp_path_factory, style, pla
         entry("kite-2", "kite", "batik", "quay", "2024-05-01T12:00:00Z", "A kite.", 2, 0),
     ], tmp_path_factory, "own")
     selects(kites, text, expected)
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("the ocarina i havent touched in over 3 months",), "select", {"ocarina-2"}),  # "touched" is a use, as "used" is
+    (("an ocarina made since the winter",), "clarify", {"ocarina-1", "ocarina-2"}),  # the latest winter begun and on, not winters only
+    (("the kite that's not on the meadow, the pastel one",), "select", {"kite-3"}),  # the comma ends what "not" rules out
+    (("anything newer than my second kite",), "select", {"kite-3"}),             # every version after that one
+    (("the kite i had open most recently",), "select", {"kite-2"}),             # "had open" is a use
+    (("the kite done as graffiti",), "no_match", {"graffiti"}),                  # a look the catalog lacks, without "a"
+    (("the kraken one",), "no_match", {"kraken"}),                               # a name WordNet lacks before "one"
+])
+def test_phrasings_the_eighty_sixth_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+@pytest.mark.parametrize("cards, text, action, expected", [
+    # each word of "paper theatre" names the paper theater: the two words are that one style
+    ((("lamp-1", "lamp", "paper theater", "quay"), ("lamp-2", "lamp", "batik", "quay")), "the paper theatre lamp", "select", {"lamp-1"}),
+    # a concert poster is another kind of poster than the catalog's film poster: a look it lacks
+    ((("lamp-1", "lamp", "movie poster", "quay"), ("lamp-2", "lamp", "batik", "quay")), "the lamp concert poster", "no_match", {"concert poster"}),
+    # a fish shop is none of the catalog's shops
+    ((("lamp-1", "lamp", "batik", "cheese shop"), ("lamp-2", "lamp", "batik", "bike shop")), "the lamp at the fish shop", "no_match", {"fish shop"}),
+])
+def test_two_word_looks_and_places_the_eighty_sixth_batches_showed(tmp_path_factory, cards, text, action, expected):
+    things = checkin_over([entry(id, subject, style, place, f"2024-0{n + 1}-01T12:00:00Z", f"A {subject}.", 1, 0)
+                           for n, (id, subject, style, place) in enumerate(cards)], tmp_path_factory, "batch86-" + "-".join(c[2] + c[3] for c in cards))
+    test_phrasings_a_fourth_stranger_batch_showed(things, (text,), action, expected)
+
+
+@pytest.mark.parametrize("text", ["the lamp i used most recently", "my most used lamp"])
+def test_a_tie_for_first_is_for_the_user_to_break(tmp_path_factory, text):
+    """Two lamps last used at one moment, and as often: "the most recent" is either, so Check-in asks."""
+    lamps = checkin_over([entry(f"lamp-{n}", "lamp", "batik", "quay", f"2024-0{n}-01T12:00:00Z", "A lamp.", n, uses, used)
+                          for n, uses, used in ((1, 5, "2025-06-20T12:00:00Z"), (2, 5, "2025-06-20T12:00:00Z"), (3, 2, "2025-05-01T12:00:00Z"))],
+                         tmp_path_factory, "tied")
+    result = lamps.ask(text, now=NOW)
+    assert result.action == "clarify" and set(result.plausible_ids) == {"lamp-1", "lamp-2"}, result.reason
+
+
+def test_a_craft_wordnet_lacks_is_no_misspelt_catalog_word_much_shorter(tmp_path_factory):
+    """"cyanotype" is no misspelt canoe, four letters longer: it asks for a look the catalog lacks."""
+    things = checkin_over([entry("lamp-1", "lamp", "gouache", "quay", "2024-01-01T12:00:00Z", "A lamp.", 1, 0),
+                           entry("lamp-2", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 2, 0),
+                           entry("canoe-1", "canoe", "batik", "quay", "2024-03-01T12:00:00Z", "A canoe.", 1, 0)], tmp_path_factory, "crafts")
+    result = things.ask("the cyanotype lamp", now=NOW)
+    assert result.action == "no_match" and "cyanotype" in result.reason, result.reason
+
+
+def test_which_opens_the_subject_slot(tmp_path_factory):
+    """"which hat is on the quay": the noun after "which" names the subject, as after "the"."""
+    things = checkin_over([entry("trilby-1", "trilby", "batik", "quay", "2024-01-01T12:00:00Z", "A trilby.", 1, 0),
+                           entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0)], tmp_path_factory, "which")
+    selects(things, "which hat is on the quay", "trilby-1")

@@ -182,14 +182,18 @@ class CheckIn:
             # "the one I use most" among checkpoints never used has no answer: a zero count never leads
             dated = sorted(i for i in satisfying if snap.moment(i, field_name) not in (None, 0 if pick == "max" else None))
             dated.sort(key=lambda i: snap.moment(i, field_name), reverse=pick == "max")
-            if len(dated) > intent.order_rank:
+            tied = [i for i in dated if snap.moment(i, field_name) == snap.moment(dated[0], field_name)]
+            if intent.order_rank == 0 and len(tied) > 1:
+                satisfying = set(tied)  # a tie for first (used last at one moment, or as often): the user says which
+            elif len(dated) > intent.order_rank:
                 chosen = dated[intent.order_rank]
                 return self._select(request, intent, chosen, f"the {intent.order_words} of {len(satisfying)} that fit")
-            if not dated and field_name != "created":
+            elif not dated and field_name != "created":
                 noun = intent.subject.words if intent.subject else "checkpoint"
                 near = self._rank(request, satisfying, shown=3)[:3]
                 return CheckInResult("no_match", f"no {noun} that fits has ever been used", nearest=near)
-            satisfying = set()
+            else:
+                satisfying = set()
         if not satisfying:
             return self._no_match(request, intent, sets, base)
         ranked = self._rank(request, satisfying)

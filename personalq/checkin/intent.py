@@ -75,7 +75,8 @@ _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|load
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
 _NEGATED_USE = re.compile(r"(?:\bnever|\bnot|n['’]?t)[\s-]+$", re.I)
 _USE_WINDOW = re.compile(r"(?:used|touched|opened|run)\b", re.I)  # "(haven't) touched since may": a window of last use
-_USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run)|(?:had|took|pulled|got)\s+(?:\w+\s+)?out)\b", re.I)  # "did i use last", not "use my latest"
+_USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run)|(?:had|took|pulled|got)\s+(?:\w+\s+)?out|"
+                        r"(?:i|we)\s+(?:had|have)\s+(?:\w+\s+)?open)\b", re.I)  # "did i use last", "i had open most recently", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
 # "the one before that", "the one after it": older or newer than the one chosen
 _COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+(?:one|1)\b|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
@@ -88,7 +89,7 @@ _ANY_OF = re.compile(r"\b(?:an?|any|some|something|one\s+(?:that'?s|that\s+is|wh
 MANY_OF_THEM = r"(?:ones|photos|pics|pictures|images|shots|stuff|things)"
 _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+different|the\s+other)(?:\s+one)?|(?:something|what|anything)\s+else|"
                        r"other(?=\s+(?:\w+\s+){0,2}" + MANY_OF_THEM + r"\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
-_SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "whichever", "whatever"})
+_SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "which", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
 _OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
 _OPENERS = frozenset({"actually", "now", "then", "also", "maybe", "perhaps"})  # "actually, a griffin": still the whole message
@@ -175,7 +176,7 @@ def _version_number(m: re.Match) -> int:
 
 
 # Words of the request grammar a typo may stand for ("frist", "verison", "lastest").
-_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "the", "and", "with", "from", "that", "version", "revision",
+_GRAMMAR_WORDS = frozenset([*_ORDINALS, *_NUMBERS, *(m.lower() for m in calendar.month_name[1:]), "the", "and", "with", "which", "from", "that", "version", "revision",
                             "iteration", "latest", "newest", "oldest", "earliest", "newer", "older", "earlier", "recent", "previous", "used", "never",
                             "yesterday", "today", "week", "month", "year", "days", "weeks", "months", "years", "ago",
                             "before", "after", "since", "until", "between", "fave", "fav", "favorite", "favourite"])  # "fave" is no typo of "five"
@@ -278,7 +279,8 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             continue  # "the watercolor print": the style's own noun, no subject
         # "my peacok", "froggy"; "spectacles", a thing only in the plural typed
         thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key) \
-            or (tok.key if vocabulary.names_unknown(tok.key) and _HEAD_END.match(scan.text, tok.end) else None)  # "the kendama in ..."
+            or (tok.key if vocabulary.names_unknown(tok.key) and (_HEAD_END.match(scan.text, tok.end) or _ONE_AFTER_NAME.match(scan.text, tok.end))
+                else None)  # "the kendama in ...", "the kendama one"
         if thing:
             _add_absent(intent, scan, unknown, j, thing, vocabulary)
             return
@@ -315,7 +317,7 @@ _IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of))\s+$", re.I)  # "c
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
-_AS_A = re.compile(r"\b(?:as|like)\s+(?:a|an)\s+$", re.I)
+_AS_A = re.compile(r"\b(?:(?:as|like)\s+(?:a|an)|(?:done|made|drawn|painted|rendered|shown)\s+(?:as|like))\s+$", re.I)  # "done as graffiti"
 _STYLE_AFTER = re.compile(r"[\s-]+styled?\b", re.I)  # "my dog in anime style": a word that reads as a style, before "style"
 
 
@@ -570,6 +572,7 @@ _EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without
 # "not the watercolor one, the realistic X"
 _COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*"
                            r"(?:(?:in|at|on|by|near|under|down|up|inside|from)\s+)?(?:(?:the|a|an)\s+)?$", re.I)
+_COMMA_THE = re.compile(r"\s*,\s*(?:the|a|an)\s+", re.I)
 _WHEN = frozenset({"created", "used", "version", "never_used"})  # when made or used, and which version: no look
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
@@ -616,8 +619,10 @@ def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constrain
         if c.attribute in _EXCLUDABLE and c.start >= 0:
             between = text[previous.end:c.start] if previous is not None else ""
             # (a bare comma lists looks, or dates: "not watercolor, from 2024" asks for 2024)
+            # ("not by the wharfside, the inky one": after a comma, "the" names a look of another kind anew)
             listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(between) and (
-                (c.attribute in _WHEN) == (previous.attribute in _WHEN) or re.search(r"\b(?:or|nor|and)\b", between))
+                (c.attribute in _WHEN) == (previous.attribute in _WHEN) or re.search(r"\b(?:or|nor|and)\b", between)) \
+                and not (_COMMA_THE.fullmatch(between) and c.attribute != previous.attribute)
             if listed or c.start > skip and _negated(text, skip, previous, c):
                 c = replace(c, excluded=True)
         out.append(c)
@@ -730,11 +735,16 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     if m and not intent.order and not any(taken[m.start():m.end()]):
         rank = _ORDINALS.index(m.group(1).lower()) if m.group(1) else int(m.group(2)) - 1
         beyond = _NTH_OR_BEYOND.match(text, m.end())
+        than = _THAN.search(text[:m.start()])
         if rank >= 0 and beyond:  # "my second shoe or newer": that version and every later one
             versions = _versions_past(frozenset({rank + 1}), beyond.group(2), inclusive=True)
             intent.constraints.append(Constraint("version", versions, m.group(0), m.start(), m.end()))
             take(m.start(), m.end())
             take(beyond.start(1), beyond.end())
+        elif rank >= 0 and than:  # "newer than my third sled": every version after that one
+            versions = _versions_past(frozenset({rank + 1}), than.group(1), inclusive=False)
+            intent.constraints.append(Constraint("version", versions, text[than.start():m.end()], than.start(), m.end()))
+            take(than.start(), m.end())
         elif rank >= 0:
             intent.order, intent.order_words, intent.order_rank = ("created", "min"), m.group(0), rank
             take(m.start(), m.end())
@@ -973,17 +983,22 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         # likewise over a word of it and one that names its term among others ("carved" names either carving)
         same = [p[0] for p in singles if hit and p[1:3] == hit[:2]]
         agree = [p for p in singles if hit and p[1] == hit[0] and isinstance(p[2], frozenset) and hit[1] in p[2]]
-        strength = max(same) + 1e-6 if same and (len(singles) - len(agree) == 1 or hit[2] >= max(same)) else hit[2] if hit else 0.0
+        strength = max(same) + 1e-6 if same and (len(singles) - len(agree) == 1 or len(same) == len(singles) or hit[2] >= max(same)) \
+            else hit[2] if hit else 0.0  # each word alone names the one term the pair does
         pair = f"{toks[a].key} {toks[b].key}"  # "tape recorder", "police car": a compound noun is one word, cue or not
         if hit and strength > max((p[0] for p in singles), default=0.0) and (
                 hit[0] != "subject" or not cues & {a, b} or vocabulary.is_compound(pair)):
             proposals.append((strength, hit[0], hit[1], (a, b)))
     # "pen sketch" where a card says pencil sketch, "straw man" where one says straw hat: one
-    # word alone names no term its neighbour makes another kind of
-    proposals = [p for p in proposals if not (len(p[3]) == 1 and any(
-        pair[0] in content and pair[1] in content and _adjacent(scan.text, toks[pair[0]:pair[1] + 1])
-        and vocabulary.other_kind_of_term(f"{toks[pair[0]].key} {toks[pair[1]].key}", p[1], p[2])
-        for pair in ((p[3][0] - 1, p[3][0]), (p[3][0], p[3][0] + 1))))]
+    # word alone names no term its neighbour makes another kind of; where that term is a style or
+    # a place, the two words ask for a look or a setting the catalog lacks ("a concert poster")
+    other_kinds = {}
+    for p in proposals:
+        for pair in ((p[3][0] - 1, p[3][0]), (p[3][0], p[3][0] + 1)) if len(p[3]) == 1 else ():
+            if pair[0] in content and pair[1] in content and _adjacent(scan.text, toks[pair[0]:pair[1] + 1]) \
+                    and vocabulary.other_kind_of_term(f"{toks[pair[0]].key} {toks[pair[1]].key}", p[1], p[2]):
+                other_kinds[p] = pair
+    proposals = [p for p in proposals if p not in other_kinds]
     for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then
         whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
         proposals = [p for p in proposals if not (p[3] == (b,) and (whole or ())[:2] != p[1:3])]
@@ -1008,6 +1023,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                 scan.in_subject_slot(span[0]) or (len(span) == 1 and _HEAD_END.match(scan.text, toks[span[0]].end))):
             _add(intent, (attribute, key), [toks[j] for j in span], exact=False)
             scan.found.add(attribute)
+            resolved.update(span)
+    for (_, attribute, _, _), span in other_kinds.items():
+        if attribute != "subject" and attribute not in scan.found and not resolved.intersection(span):
+            _add(intent, ("unknown", f"{toks[span[0]].key} {toks[span[1]].key}"), [toks[j] for j in span], exact=True)
             resolved.update(span)
     for word, span in defined:
         if not resolved.intersection(span):
@@ -1068,6 +1087,7 @@ _BEFORE_STYLE = re.compile(r"\s+(?:in|as|with|by)\s+(?:an?\s+|the\s+)?", re.I)  
 # clause word, or a closing "pls" or "thx" ("the lino hen pls": the hen is drawn).
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b|"
                        r"(?:pls|plz|please|thx|thanks|ty)\W*$)", re.I)
+_ONE_AFTER_NAME = re.compile(r"\s+ones?\b", re.I)  # "the kendama one": a name before "one" ends its phrase too
 
 
 def _starts_compound(i: int, scan: _Scan, vocabulary: CatalogVocabulary) -> bool:

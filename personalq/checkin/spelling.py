@@ -3,7 +3,8 @@
 Only a word that is no English word at all (WordNet knows no form of it) is corrected, and only to a
 word the catalog or the request grammar uses, within a small Damerau-Levenshtein distance, and only
 when that word is the single closest one (the margin): "tre" becomes tree when tree is the only
-word one edit away, while a word two catalog words are equally near stays as typed. An unknown word
+word one edit away, while a word two catalog words are equally near stays as typed, unless only one
+of them differs by a missing or extra letter alone (the commonest slip). An unknown word
 that misspells nothing is left alone, so it can still name a subject the catalog lacks.
 """
 
@@ -12,10 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from rapidfuzz.distance import DamerauLevenshtein
+from rapidfuzz.distance import DamerauLevenshtein, Indel
 from rapidfuzz.process import extract
 
 _WORD = re.compile(r"[A-Za-z]+")
+_COMPOUND = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 MIN_LENGTH = 3
 CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
 DIMINUTIVE_ENDINGS = ("ies", "ie", "ey", "y", "o")  # "walrie" for walrus: a clipped word with a pet ending
@@ -52,9 +54,13 @@ class Speller:
         limit = max_edits(key)
         best = [hit for hit in extract(key, self.targets, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None)
                 if len(key) > MIN_LENGTH or self._short_typo(key, hit[0])]
-        if not best or (len(best) > 1 and best[1][1] == best[0][1]):
+        tied = [hit for hit in best if hit[1] == best[0][1]] if best else []
+        if len(tied) > 1:  # "wich": a dropped letter of "which" before a changed one of "with"
+            by_letters = sorted((Indel.distance(key, hit[0]), hit) for hit in tied)
+            tied = [] if by_letters[0][0] == by_letters[1][0] else [by_letters[0][1]]
+        if not tied:
             return None
-        word, distance, _ = best[0]
+        word, distance, _ = tied[0]
         return word if distance < len(key) - 1 else None
 
     def _short_typo(self, key: str, word: str) -> bool:
@@ -99,4 +105,10 @@ class Speller:
                 return m.group()
             return found.capitalize() if m.group()[0].isupper() else found
 
-        return _WORD.sub(fix, self.joined(text))  # joined first: "tele scope" is no typo of "tile"
+        def fix_compound(m: re.Match) -> str:
+            whole = m.group().lower()
+            if "-" in whole and (whole in self._known or (self.is_word and self.is_word(whole))):
+                return m.group()  # a hyphened English word stays whole, though a part alone is none
+            return _WORD.sub(fix, m.group())
+
+        return _COMPOUND.sub(fix_compound, self.joined(text))  # joined first: "tele scope" is no typo of "tile"

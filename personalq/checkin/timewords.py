@@ -28,6 +28,7 @@ HOLIDAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (
             "new year's": (1, 1), "new years": (1, 1), "new year": (1, 1)}  # "around new year's", "since new year": its first day
 _BOUND_ONLY = "new year"  # a bare "new year" is a day only after "since", "before"...: not "a new year card"
 _WEEKDAY = "|".join(calendar.day_name)
+_SEASON = r"(?:spring|summer|autumn|fall|winter)"  # "since the summer": the latest begun
 _SEASON_YEAR = r"(?:spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?:\d{4}|(?:last|this)\s+(?:year|yr))"  # "since spring last year"
 _MONTHS = "|".join(calendar.month_name[1:])
 _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
@@ -42,7 +43,7 @@ _REL_YEAR = r"(?:of\s+)?(?:last|this)\s+(?:year|yr)"
 _YEAR_NAMED = r"(?:of\s+)?(?:(?:last|this)\s+(?:year|yr)|(?:19|20)\d\d)"  # "of last year", "2025"
 _DAY_OF_MONTH = r"\d{1,2}(?:st|nd|rd|th)"  # "since the 17th": a day of the latest month that has had it
 _POINT = (rf"(?:{_HOLIDAY}|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_MONTH}\s+{_DAY}|{_MONTH}\s+\d{{4}}|{_MONTH}\s+{_REL_YEAR}|{_MONTH}|"
-          rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
+          rf"\d{{4}}-\d{{2}}-\d{{2}}|{_NUMERIC_DATE}|{_SEASON_YEAR}|{_SEASON}|\d{{4}}|{_DAY_OF_MONTH}|(?:last|this)\s+(?:week|month|year)|{_WEEKDAY})")
 _NUM = r"(?:\d+|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(day|week|wk|month|year|yr)"  # "this yr", "past 2 wks": the chat abbreviations of a unit
 _UNIT_NAMES = {"wk": "week", "yr": "year"}
@@ -68,7 +69,7 @@ PATTERNS = [
     # "haven't used at all this year", "not used in 2026": last used before it began
     ("not_in", re.compile(rf"{_NOT_USED}({_USE_VERB}(?:at\s+all\s+)?(?:in\s+|during\s+)?(this\s+(?:week|month|year)|(?:19|20)\d\d))\b", re.I)),
     # "haven't used in over a year", "not used in 3 months": last used before that long ago
-    ("not_within", re.compile(rf"\b(?:haven'?t|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?(used\s+(?:it\s+|them\s+)?(?:in|for)\s+"
+    ("not_within", re.compile(rf"\b(?:haven'?t|havent|have\s+not|hasn'?t|has\s+not|not)\s+(?:\w+\s+)?((?:used|touched|opened|run)\s+(?:it\s+|them\s+)?(?:in|for)\s+"
                               rf"(?:over\s+|more\s+than\s+|the\s+(?:past|last)\s+)?({_NUM})\s+{_UNIT}s?)\b", re.I)),
     # "from 2025 or later", "march onwards", "from 2025 on", "2024 or earlier": the point and all after (or before) it
     ("open_bound", re.compile(rf"\b(?:from\s+|in\s+|since\s+)?(?:the\s+)?({_POINT}),?\s+(?:(?:or|and)\s+(later|after|newer|since|up|"
@@ -196,7 +197,7 @@ def _day_of_month(day: int, which: str | None, month: str | None, now: datetime)
 
 
 def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
-    """The calendar span a named point covers: a year, the latest month of that name not after `now`,
+    """The calendar span a named point covers: a year, the latest month or season of that name not after `now`,
     or a day or month that dateparser reads (a day without a year is its latest past occurrence)."""
     if re.fullmatch(r"\d{4}", target):
         first = datetime(int(target), 1, 1, tzinfo=timezone.utc)
@@ -213,6 +214,9 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4}|last|this)(?:\s+(?:year|yr))?", target, re.I)
     if season:
         first = datetime(_named_year(season.group(2), now), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
+        return first, first + relativedelta(months=3)
+    if re.fullmatch(_SEASON, target, re.I):
+        first = _latest_start(SEASONS[target.lower()][0], now)
         return first, first + relativedelta(months=3)
     named_year = re.fullmatch(rf"({_MONTH})\s+{_REL_YEAR}", target, re.I)
     if named_year:

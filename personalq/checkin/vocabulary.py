@@ -55,6 +55,7 @@ ONE_THING_FLOOR = 0.87  # two names MiniLM puts this near are one thing, whateve
 SPELLING_MIN_RATIO = 0.85
 UNKNOWN_NAME_MIN_LENGTH = 4  # "idc", "tbh", "ngl": chat shorthand is short
 MISSPELLING_RATIO = 0.7  # below SPELLING_MIN_RATIO: too far to correct, yet too near to be another word
+MISSPELLING_LENGTH_GAP = 2  # a misspelling drops or adds a letter or two, not a syllable
 SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
 # "papermarbled" of "paper-marbling", "quilted" of "quilting": endings two forms of one style word may differ by
 DERIVED_ENDINGS = re.compile(r"(?:ing|ed|d|ism|ist|y|s)$")
@@ -331,8 +332,10 @@ class CatalogVocabulary:
 
     def other_kind_of_term(self, phrase: str, attribute: str, key: object) -> bool:
         """Whether a two-word phrase names another kind of thing than a two-word term it shares a word
-        with ("pen sketch" for a pencil sketch, "straw man" for a straw hat)."""
-        return key in self.terms[attribute] and self._other_kind(phrase, self.labels[(attribute, key)], attribute)
+        with ("pen sketch" for a pencil sketch, "straw man" for a straw hat), or than each of the terms
+        a word names alike ("a fish shop" where the shops are a tea shop and a pipe shop)."""
+        keys = key if isinstance(key, frozenset) else (key,)
+        return all(k in self.terms[attribute] and self._other_kind(phrase, self.labels[(attribute, k)], attribute) for k in keys)
 
     def _other_kind(self, phrase: str, label: str, attribute: str) -> bool:
         """Two two-word names that agree in one word and whose other words are nouns WordNet knows
@@ -511,14 +514,16 @@ class CatalogVocabulary:
         or a misspelling of one ("elefant"): WordNet knows no form of it, it is no chat
         shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
         its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
-        correct ("memfis"). Without WordNet no word is."""
+        correct ("memfis"; a misspelling keeps about the word's length, four letters more make another word).
+        Without WordNet no word is."""
         if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH or self.lexicon.is_word(word):
             return False
         if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
             return False
         if word.endswith("in") and (word + "g" in STOP_WORDS or self.lexicon.is_word(word + "g")):
             return False
-        return not any(difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
+        return not any(abs(len(word) - len(part)) <= MISSPELLING_LENGTH_GAP
+                       and difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
 
     def _near_style_anchor(self, phrase: str) -> bool:
         if self.embedder is None:
