@@ -35,7 +35,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `bealach`, `biggin`, `reen`, `zawn`, `bwlch`, `rhos`, `gwaun`, `moel`, `coire`, `kirn`, `bught`, `strath`, `drumlin`,
 `foss`, `ayre`, `planticrub`, `rath`, `curragh`, `corcass`, `turlough`, `steading`, `bothan`, `airigh`, `stob`, `sron`,
 `lairig`, `eilean`, `tulach`, `druim`, `creag`, `gleann`, `achadh`, `caol`, `clach`, `leac`, `cefn`, `bryn`, `mynydd`,
-`maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll` and `rhiw`; read freely,
+`maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll`, `rhiw`, `carreg`, `bwlchau`, `tomen`,
+`corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair` and `arenig`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -49,7 +50,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "strath", "drumlin", "foss", "ayre", "planticrub", "rath", "curragh", "corcass", "turlough", "steading", "bothan",
                   "airigh", "stob", "sron", "lairig", "eilean", "tulach", "druim", "creag", "gleann", "achadh", "caol",
                   "clach", "leac", "cefn", "bryn", "mynydd", "maes", "rhyd", "waun", "ruadh", "garbh", "sgiath", "hendre",
-                  "pistyll", "rhiw")
+                  "pistyll", "rhiw", "carreg", "bwlchau", "tomen", "corsydd", "dolydd", "pantiau", "nantlle", "rhosydd",
+                  "clegyr", "elidir", "cadair", "arenig")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -74,7 +76,9 @@ over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catal
 `sgurr` and `beinn`, then 409 over the two catalogs, `cnoc`, `torr` and `rubha`, then 416 over the two catalogs, `sgorr`,
 `meallan` and `lochain`, then 418 over the two catalogs, `gallt`, `twyn` and `ystrad`, then 398 over the two catalogs,
 `porth`, `stuc` and `sithean`, then 401 over the two catalogs, `aber`, `llan` and `gwern`, then 409 over the two catalogs,
-`tyddyn`, `ffos` and `clogwyn`); like test, only
+`tyddyn`, `ffos` and `clogwyn`; 415 in session 45 over the two catalogs, `ceunant`, `llethr` and `gweunydd`, then
+407 over the two catalogs, `bryniau`, `moelfre` and `cwmwd`, then 407 over the two catalogs, `glyder`, `tryfan` and
+`carnedd`, then 414 over the two catalogs, `rhinog`, `moelwyn` and `cnicht`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -88,7 +92,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "roundel", "wheal", "cwm", "loanen", "bohereen", "gowl", "sceilg", "inish", "kyle", "cleit", "tolsey", "pend",
                     "uamh", "cleuch", "slochd", "bidean", "sgurr", "beinn", "cnoc", "torr", "rubha", "sgorr", "meallan",
                     "lochain", "gallt", "twyn", "ystrad", "porth", "stuc", "sithean", "aber", "llan", "gwern", "tyddyn",
-                    "ffos", "clogwyn")
+                    "ffos", "clogwyn", "ceunant", "llethr", "gweunydd", "bryniau", "moelfre", "cwmwd", "glyder", "tryfan",
+                    "carnedd", "rhinog", "moelwyn", "cnicht")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
