@@ -514,7 +514,7 @@ class CatalogVocabulary:
         or a misspelling of one ("elefant"): WordNet knows no form of it, it is no chat
         shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
         its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
-        correct ("memfis"; a misspelling keeps about the word's length, four letters more make another word).
+        correct ("memfis"; a misspelling keeps about the word's length: three letters more make another word).
         Without WordNet no word is."""
         if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH or self.lexicon.is_word(word):
             return False
