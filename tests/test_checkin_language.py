@@ -1698,27 +1698,21 @@ def test_phrasings_over_described_cards_the_sixty_second_batch_showed(tmp_path_f
     test_phrasings_a_fourth_stranger_batch_showed(things, messages, action, expected)
 
 
-def test_a_subjects_head_noun_after_a_place_names_the_subject(tmp_path_factory):
-    """"the quay press": the cider press on the quay; a plain word after a place is part of it
-    ("city streets") only when it does not stand for a catalog subject itself."""
-    presses = checkin_over([
-        entry("press-1", "cider press", "batik", "quay", "2024-02-01T12:00:00Z", "A cider press.", 1, 0),
-        entry("press-2", "cider press", "gouache", "meadow", "2024-05-01T12:00:00Z", "A cider press.", 2, 0),
-        entry("kite-1", "kite", "batik", "quay", "2024-08-01T12:00:00Z", "A kite.", 1, 0),
-    ], tmp_path_factory, "presses")
-    selects(presses, "the quay press", "press-1")
-    selects(presses, "meadow press", "press-2")
-
-
-def test_a_subjects_head_noun_after_a_catalog_look_names_the_subject(tmp_path_factory):
-    """"the voxel robot pls": the tin robot in voxel art, though a kite's card says "robot" too; the
-    look before it and the "pls" after it leave the robot the thing drawn."""
-    robots = checkin_over([
-        entry("robot-1", "tin robot", "voxel art", "quay", "2024-02-01T12:00:00Z", "A tin robot.", 1, 0),
-        entry("robot-2", "tin robot", "batik", "quay", "2024-05-01T12:00:00Z", "A tin robot.", 2, 0),
-        entry("kite-1", "kite", "voxel art", "quay", "2024-08-01T12:00:00Z", "A kite shaped like a robot.", 1, 0),
-    ], tmp_path_factory, "robots")
-    selects(robots, "the voxel robot pls", "robot-1")
+@pytest.mark.parametrize("cards, asks", [
+    # "the quay press": the cider press on the quay; a plain word after a place is part of it
+    # ("city streets") only when it does not stand for a catalog subject itself
+    ((("press-1", "cider press", "batik", "quay", "A cider press.", 1), ("press-2", "cider press", "gouache", "meadow", "A cider press.", 2),
+      ("kite-1", "kite", "batik", "quay", "A kite.", 1)), (("the quay press", "press-1"), ("meadow press", "press-2"))),
+    # "the voxel robot pls": the tin robot in voxel art, though a kite's card says "robot" too; the
+    # look before it and the "pls" after it leave the robot the thing drawn
+    ((("robot-1", "tin robot", "voxel art", "quay", "A tin robot.", 1), ("robot-2", "tin robot", "batik", "quay", "A tin robot.", 2),
+      ("kite-1", "kite", "voxel art", "quay", "A kite shaped like a robot.", 1)), (("the voxel robot pls", "robot-1"),)),
+])
+def test_a_subjects_head_noun_after_a_place_or_look_names_the_subject(tmp_path_factory, cards, asks):
+    things = checkin_over([entry(id, subject, style, place, f"2024-0{3 * n + 2}-01T12:00:00Z", description, version, 0)
+                           for n, (id, subject, style, place, description, version) in enumerate(cards)], tmp_path_factory, cards[0][0])
+    for text, expected in asks:
+        selects(things, text, expected)
 
 
 @pytest.mark.parametrize("messages, action, expected", [

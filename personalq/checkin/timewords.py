@@ -28,7 +28,7 @@ HOLIDAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (
             "new year's": (1, 1), "new years": (1, 1), "new year": (1, 1)}  # "around new year's", "since new year": its first day
 _BOUND_ONLY = "new year"  # a bare "new year" is a day only after "since", "before"...: not "a new year card"
 _WEEKDAY = "|".join(calendar.day_name)
-_SEASON = r"(?:spring|summer|autumn|fall|winter)"  # "since the summer": the latest begun
+_SEASON = "(?:" + "|".join(SEASONS) + ")"  # "since the summer": the latest begun
 _SEASON_YEAR = rf"{_SEASON}\s+(?:of\s+)?(?:\d{{4}}|(?:last|this)\s+(?:year|yr))"  # "since spring last year"
 _MONTHS = "|".join(calendar.month_name[1:])
 _MONTH_ABBR = "|".join([*calendar.month_abbr[1:], "Sept"])
@@ -103,7 +103,7 @@ PATTERNS = [
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     # not after a possessive: "in its winter coat" is how the subject looks
     ("season", re.compile(r"\b(?<!its\s)(?<!his\s)(?<!her\s)(?<!their\s)" + _PREP
-                          + r"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(\d{4}))?\b", re.I)),
+                          + rf"(?:the\s+)?(this\s+past\s+|last\s+|past\s+|this\s+)?({_SEASON})(?:\s+(?:of\s+)?(\d{{4}}))?\b", re.I)),
     # "at the end of october", "late march 2025": that third of the month (the latest begun, without a year)
     ("month_part", re.compile(rf"\b{_PREP}(?:at\s+)?(?:the\s+)?(?:very\s+)?(early|mid|late|beginning|start|middle|end)(?:[\s-]+of)?[\s-]+({_MONTH})"
                               rf"(?:,?\s+(\d{{4}}))?\b", re.I)),
@@ -211,7 +211,7 @@ def _point_span(target: str, now: datetime) -> tuple[datetime, datetime] | None:
     if relative:  # "since last month": from the start of that calendar month
         unit = relative.group(2).lower()
         return _span(now - relativedelta(**{unit + "s": int(relative.group(1).lower() == "last")}), unit)
-    season = re.fullmatch(r"(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(\d{4}|last|this)(?:\s+(?:year|yr))?", target, re.I)
+    season = re.fullmatch(rf"({_SEASON})\s+(?:of\s+)?(\d{{4}}|last|this)(?:\s+(?:year|yr))?", target, re.I)
     if season:
         first = datetime(_named_year(season.group(2), now), SEASONS[season.group(1).lower()][0], 1, tzinfo=timezone.utc)
         return first, first + relativedelta(months=3)
