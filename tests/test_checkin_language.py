@@ -1816,3 +1816,53 @@ def test_which_opens_the_subject_slot(tmp_path_factory):
     things = checkin_over([entry("trilby-1", "trilby", "batik", "quay", "2024-01-01T12:00:00Z", "A trilby.", 1, 0),
                            entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 1, 0)], tmp_path_factory, "which")
     selects(things, "which hat is on the quay", "trilby-1")
+
+
+def test_an_answer_names_an_offered_subject_wordnet_lacks_by_what_its_cards_describe(tmp_path_factory):
+    """"the bird" for the kereru offered beside a lamp and a yak: WordNet has no kereru, but its cards
+    describe a pigeon; "a walrus" asks for any walrus, none of those offered."""
+    things = checkin_over([entry("kereru-1", "kereru", "batik", "quay", "2024-01-01T12:00:00Z", "A plump green wood pigeon on a branch.", 1, 0),
+                           entry("lamp-1", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A brass lamp on a table.", 1, 0),
+                           entry("yak-1", "yak", "batik", "quay", "2024-03-01T12:00:00Z", "A shaggy yak on a hill.", 1, 0)], tmp_path_factory, "kereru")
+    conversation = things.conversation(now=NOW)
+    assert conversation.ask("the batik ones").action == "clarify"
+    result = conversation.answer("the bird")
+    assert (result.action, result.checkpoint_id) == ("select", "kereru-1"), result.reason
+    conversation = things.conversation(now=NOW)
+    conversation.ask("the batik ones")
+    result = conversation.answer("hmm do i have a batik walrus")
+    assert result.action == "no_match" and "walrus" in result.reason, result.reason
+
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("kite v3", "same but the one before"), "select", {"kite-2"}),   # "the one before" at the end: before the one chosen
+    (("kite v1", "and the one after"), "select", {"kite-2"}),
+    (("the one before kite v3",), "select", {"kite-2"}),               # the subject between "before" and its version
+    (("kite, the version before the current one",), "select", {"kite-2"}),
+])
+def test_phrasings_the_ninety_fourth_batches_showed(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+
+def test_the_kind_a_subject_is_said_after_it_names_no_detail(tmp_path_factory):
+    """"the colobus monkey": WordNet files the colobus under monkeys, so the word asks for no card that says "monkey"."""
+    things = checkin_over([entry("colobus-1", "colobus", "batik", "quay", "2024-01-01T12:00:00Z", "A colobus on a branch.", 1, 0),
+                           entry("colobus-2", "colobus", "pastel", "quay", "2024-02-01T12:00:00Z", "A colobus asleep.", 2, 0),
+                           entry("lamp-1", "lamp", "batik", "quay", "2024-03-01T12:00:00Z", "A lamp shaped like a monkey.", 1, 0)],
+                          tmp_path_factory, "colobus")
+    selects(things, "colobus monkey done in batik", "colobus-1")
+
+
+def test_a_creature_is_never_a_look_however_near_minilm_puts_it(tmp_path_factory):
+    """"a toucan" is a thing to draw the catalog lacks, not its toleware look."""
+    things = checkin_over([entry("lamp-1", "lamp", "toleware", "quay", "2024-01-01T12:00:00Z", "A lamp.", 1, 0),
+                           entry("lamp-2", "lamp", "batik", "quay", "2024-02-01T12:00:00Z", "A lamp.", 2, 0)], tmp_path_factory, "toleware")
+    result = things.ask("do i have a toucan?", now=NOW)
+    assert result.action == "no_match" and "toucan" in result.reason, result.reason
+
+
+def test_a_look_written_as_one_word_after_a_place_is_no_part_of_the_place(tmp_path_factory):
+    """"in the snow pixelart": "pixelart" names the pixel art style, not a kind of snow."""
+    lamps = checkin_over([entry("lamp-1", "lamp", "pixel art", "snow", "2024-01-01T12:00:00Z", "A lamp.", 1, 0),
+                          entry("lamp-2", "lamp", "batik", "snow", "2024-02-01T12:00:00Z", "A lamp.", 2, 0)], tmp_path_factory, "pixelart")
+    selects(lamps, "the lamp in the snow pixelart", "lamp-1")

@@ -51,6 +51,7 @@ _ANY_BEFORE = re.compile(r"\bany\s+(?:\w+\s+){0,2}$", re.I)
 _TURNING_DOWN = re.compile(r"^\W*(?:(?:hmm+|oh|ah|uh|wait)\W+)?(?:no|nah|nope|actually)\b", re.I)
 _LOOK_ONES_INSTEAD = re.compile(r"\b(?:ones|stuff)\s+instead\b", re.I)  # not "the older ones instead", which has no look
 _INDEFINITE = re.compile(r"\b(?:a|an|some|any)\s+$", re.I)  # "give me a cat": any cat, not the one offered
+_ANY_ONE_OF = re.compile(r"\b(?:a|an|some|any)\s+(?:[\w-]+\s+){0,3}$", re.I)  # "do i have a blue walrus": any such one
 # "nvm", "scratch that", "forget it": the user drops the open request and starts another.
 _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)\W+)*(?:(?:nvm|never\s*mind|(?:scratch|scrap|ditch|drop)\s+(?:that|this|it)|"
                          r"forget\s+(?:it|that|this)|start\s+over|new\s+(?:request|search)|change\s+of\s+plans?|(?:a\s+)?different\s+question|"
@@ -59,6 +60,10 @@ _START_OVER = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|oh|ah|wait|actually|so)
 # "forget flowers, any cartoon one": what is forgotten, then the request that replaces it
 _FORGET = re.compile(r"^\W*(?:(?:ok|okay|no|nah|hmm+|actually|so)\W+)*forget\s+(?:about\s+)?([\w\s'-]+?)\s*[,;:.]+\s*(?=\w)", re.I)
 _OPTION_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
+# An answer's word for a thing the catalog lacks names the offered subject whose cards' descriptions
+# MiniLM puts nearest to it, when the next option is at least this much further (cosine).
+OPTION_MEANING_MARGIN = 0.05
+OPTION_MEANING_QUERY = "a photo of a {}"
 
 
 @dataclass
@@ -310,6 +315,29 @@ def _options_named(options: list[ClarificationOption], reply: str, vocabulary: C
         o for o in options if any(vocabulary.part_of_a_term(w, o.checkpoint_ids) for w in words - STOP_WORDS)]
 
 
+def _option_described(options: list[ClarificationOption], reply: str, snap: CatalogSnapshot, store) -> list[ClarificationOption]:
+    """The one offered subject that a word for a thing the catalog lacks names as MiniLM reads the
+    offered cards' descriptions ("the bird" for a kereru offered beside a lamp and a yak),
+    nearer than the next by a margin. Only a subject WordNet has no entry for: one it files apart
+    from the word is another thing, however near MiniLM puts the two ("the walrus" is no macaque);
+    and never "a walrus" ("a blue walrus"), which asks for any one, not for one offered."""
+    vocabulary = snap.vocabulary
+    if vocabulary.lexicon is None or len(options) < 2:
+        return []
+    things = [t for t in tokens(reply) if t.key not in STOP_WORDS and vocabulary.exact(term_key(t.key)) is None
+              and vocabulary.similar(t.key) is None and vocabulary.names_thing(t.key)]
+    categories = [{snap.cards[i].category for i in o.checkpoint_ids} for o in options]
+    if len(things) != 1 or _ANY_ONE_OF.search(reply[:things[0].start]) or any(len(c) != 1 for c in categories):
+        return []
+    subjects = [next(iter(c)) for c in categories]  # every card of each subject describes it, not only those offered
+    ids = [i for i, card in snap.cards.items() if card.category in subjects]
+    near = dict(store.dense_search(OPTION_MEANING_QUERY.format(things[0].key), len(ids), ids=ids))
+    (best, n), (second, _) = sorted(((max(near.get(i, -1.0) for i in ids if snap.cards[i].category == subject), n)
+                                     for n, subject in enumerate(subjects)), reverse=True)[:2]
+    unknown = not vocabulary.lexicon.senses(subjects[n].replace(" ", "_").replace("-", "_"))
+    return [options[n]] if unknown and best - second >= OPTION_MEANING_MARGIN else []
+
+
 def _fits_strict_terms(option: ClarificationOption, answer: Intent, snap: CatalogSnapshot) -> bool:
     """The option fits every catalog term and date the answer names exactly: "the spoon in the cellar"
     does not answer with the spoon offered when no spoon is in the cellar. Description words, words the
@@ -468,7 +496,7 @@ class Conversation:
         follow = parse_intent(reply, snap.vocabulary, self.now, answer=True) if asked else full
         follow = self._about_last(follow)
         if asked and not follow.constraints and not follow.order:
-            chosen = _options_named(self.last.options, reply, snap.vocabulary)
+            chosen = self._offered_named(reply)
             if len(chosen) != 1:
                 if any(c.attribute == "unknown" and not c.excluded for c in full.constraints):
                     return self.ask(reply)  # "nah, do the parrot instead": no offered one, but a thing the catalog lacks
@@ -481,7 +509,7 @@ class Conversation:
             if narrowed.action != "no_match":
                 return narrowed
             self.intent, self.last = before, question
-            named = [o for o in _options_named(question.options, reply, snap.vocabulary) if _fits_strict_terms(o, follow, snap)]
+            named = [o for o in self._offered_named(reply) if _fits_strict_terms(o, follow, snap)]
             if len(named) != 1:
                 named = _options_fitting_most(question.options, follow, snap)
             if len(named) == 1:  # "the old pixel one": a word of one offered option's own label
@@ -570,6 +598,11 @@ class Conversation:
                 self.intent, self.last = relaxed, result
                 return
 
+    def _offered_named(self, reply: str) -> list[ClarificationOption]:
+        """The offered options a reply names by their words or WordNet's, else by what their cards describe."""
+        snap = self.checkin.snapshot
+        return _options_named(self.last.options, reply, snap.vocabulary) or _option_described(self.last.options, reply, snap, self.checkin.store)
+
     def _narrow(self, extra: Intent) -> CheckInResult:
         """An answer to the open question: decide again among the checkpoints it offered."""
         plausible = set(self.last.plausible_ids)
@@ -602,13 +635,14 @@ class Conversation:
             return True  # "actually, the cat on the beach", "no, show me the cats", "no, give me a cat": the question or choice turned down
         if all(c.attribute == "unknown" for c in new) and (
                 len(_options_named(self.last.options, " ".join(c.words for c in new), snap.vocabulary)) == 1
+                or len(_option_described(self.last.options, text, snap, self.checkin.store)) == 1
                 or len(_options_fitting_most(self.last.options, full, snap)) == 1 and not any(
                     snap.vocabulary.names_thing(c.words.lower()) and heads_a_thing_phrase(text, c.start, c.end) for c in new)):
             return False  # "the wrist one" for the wristwatch, "by the plum trees": words the catalog lacks, yet one offered fits; "the walrus" is new
         if not old:
             if any(snap.matching(a) & set(self.last.plausible_ids) for a in new):
                 return False  # one of the offered or chosen checkpoints
-            absent = not any(snap.matching(a) for a in new) and not _options_named(self.last.options, text, snap.vocabulary)
+            absent = not any(snap.matching(a) for a in new) and not self._offered_named(text)
             return absent or bool(_TURNING_DOWN.match(text)) or any(c.attribute not in ("subject", "unknown") for c in full.constraints)
         return not any(snap.matching(a) & snap.matching(b) or a.value == b.value for a in new for b in old)
 

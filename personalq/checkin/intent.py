@@ -39,9 +39,12 @@ _ROMAN_VALUES = {"II": 2, "III": 3, "IV": 4, "VI": 6, "VII": 7, "VIII": 8, "IX":
 _VERSION = re.compile(r"(?:\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?:the\s+)?)?" + _VERSION_NUMBER, re.I)
 # "the version right before 4", "the one just after 2": the word "version" or "one" first, the bare number after.
 _VERSION_AROUND = re.compile(r"\b(?:version|revision|one)\s+(?:right\s+|just\s+)?(before|after)\s+(?:v\.?\s?|version\s+|number\s+)?(\d+)\b", re.I)
-# "the previous one", "the one before the latest", "not the newest one": the second in that order.
+# "the one before bear v4": the subject named between the word and the version.
+_VERSION_BESIDE_SUBJECT = re.compile(r"\b(?:(?:right|just|the\s+one)\s+)?(before|after)\s+(?:the\s+|my\s+)?([a-z]+)\s+"
+                                     r"(?:v\.?\s?|version\s+|number\s+|#\s?)(\d+)\b", re.I)
+# "the previous one", "the one before the latest" (or "the current one"), "not the newest one": the second in that order.
 _SECOND = re.compile(r"\b(?:previous|penultimate|second[\s-](newest|latest|most\s+recent|oldest|earliest)|"
-                     r"(?:(?:right|just)\s+)?before\s+(?:the|my)\s+(?:latest|newest|last|most\s+recent)(?:\s+one)?|"
+                     r"(?:(?:right|just)\s+)?before\s+(?:the|my)\s+(?:latest|newest|last|most\s+recent|current)(?:\s+one)?|"
                      r"(?:second|next)[\s-]to[\s-](?:the[\s-])?(?:last|latest|newest)|(?:last|latest|newest)\s+but\s+one)\b", re.I)
 # "lynx, not the newest": that one is ruled out and the rest still fit (unlike "the previous one").
 # "not the brand new one", "not the new one"
@@ -78,8 +81,9 @@ _USE_WINDOW = re.compile(r"(?:used|touched|opened|run)\b", re.I)  # "(haven't) t
 _USE_WORDS = re.compile(r"\b(?:used|using|last\s+used|ran|(?:i|we)\s+(?:\w+\s+)?(?:use|run)|(?:had|took|pulled|got)\s+(?:\w+\s+)?out|"
                         r"(?:i|we)\s+(?:had|have)\s+(?:\w+\s+)?open)\b", re.I)  # "did i use last", "i had open most recently", not "use my latest"
 # Follow-ups: "the older one", "a newer one" (than the one chosen), "not that one", "another one".
-# "the one before that", "the one after it": older or newer than the one chosen
-_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+(?:one|1)\b|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b))\b"
+# "the one before that", "the one after it", "the one before": older or newer than the one chosen
+_COMPARATIVE = re.compile(r"\b(older|earlier|newer|later|next(?=\s+(?:one|1)\b|\s+version|\s+up)|before(?=\s+(?:th(?:at|is)|it)\b)|after(?=\s+(?:th(?:at|is)|it)\b)|"
+                          r"(?<=\bone\s)(?:before|after)(?=\W*$))\b"
                           r"(?:\s+(?:one|1\b|version|th(?:at|is)(?:\s+one)?))?(?:\s+up)?", re.I)
 # "the other ones", "the watercolor ones": all that fit, not one of them
 PLURAL_ONES = re.compile(r"\b(?:ones|stuff)\b", re.I)  # "the cartoon stuff"
@@ -689,6 +693,12 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             number = int(m.group(2)) + (1 if m.group(1).lower() == "after" else -1)
             intent.constraints.append(Constraint("version", number, m.group(0), m.start(), m.end()))
             take(m.start(), m.end())
+    for m in _VERSION_BESIDE_SUBJECT.finditer(text):
+        if not any(taken[m.start():m.end()]) and m.group(2).lower() not in STOP_WORDS:
+            number = int(m.group(3)) + (1 if m.group(1).lower() == "after" else -1)
+            intent.constraints.append(Constraint("version", number, m.group(0), m.start(), m.end()))
+            take(m.start(), m.start(2))  # the subject word stays for the subject
+            take(m.end(2), m.end())
     for m in _VERSION.finditer(text):
         if not any(taken[m.start():m.end()]):
             intent.constraints.append(Constraint("version", _version_number(m), m.group(0), m.start(), m.end()))
@@ -867,13 +877,17 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
         if not _adjacent(scan.text, toks[i:i + 2]):  # "the cat, paper style": a comma parts them
             continue
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "environment") \
-                and not _names_subject(toks[i + 1], vocabulary):  # "the barn dibber": a dibber in the barn
-            scan.used.add(i + 1)
+                and _names_term(toks[i + 1], vocabulary) not in ("subject", "style"):  # "the barn dibber": a dibber in the barn
+            scan.used.add(i + 1)  # ("in the snow pixelart": a look besides)
         if i in scan.used and i + 1 not in scan.used and _covered_by(intent, toks[i], "style") \
                 and _MEDIUM_AFTER.fullmatch(scan.text, toks[i].end, toks[i + 1].end) \
-                and not _names_subject(toks[i + 1], vocabulary):
+                and _names_term(toks[i + 1], vocabulary) != "subject":
             scan.used.add(i + 1)  # "a fresco painting": the medium noun of the catalog's style, no look of its own
             # (unless it names the subject: "oil painting artwork" where artworks are a catalog subject)
+        subject = next((c.value for c in intent.constraints if c.attribute == "subject" and c.start <= toks[i].start < c.end
+                        and not isinstance(c.value, frozenset)), None)
+        if subject is not None and i + 1 not in scan.used and vocabulary.is_above(toks[i + 1].key, "subject", subject):
+            scan.used.add(i + 1)  # "a mangabey monkey": the kind the subject is, said after it, names no detail
         if i + 1 in scan.used and i not in scan.used and _covered_by(intent, toks[i + 1], "environment") \
                 and vocabulary.is_compound(f"{toks[i].key} {toks[i + 1].key}"):
             scan.used.add(i)  # "rain forest": one noun for a kind of the catalog's place
@@ -885,9 +899,9 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             scan.modifiers.add(i)
 
 
-def _names_subject(tok: Token, vocabulary: CatalogVocabulary) -> bool:
-    """Whether a word alone stands for a catalog subject ("dibber" for the garden dibber)."""
-    return (vocabulary.similar(tok.text.lower()) or ("",))[0] == "subject"
+def _names_term(tok: Token, vocabulary: CatalogVocabulary) -> str | None:
+    """The attribute of the catalog term a word alone stands for ("dibber" for the garden dibber, a subject)."""
+    return (vocabulary.similar(tok.text.lower()) or (None,))[0]
 
 
 def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:

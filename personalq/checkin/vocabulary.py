@@ -718,6 +718,8 @@ class CatalogVocabulary:
                 continue
             if attribute == "style" and self.lexicon is not None and ART_FORMS & set(self.lexicon.usual_senses(phrase.replace(" ", "_"))):
                 continue  # "art", "drawing", "needlework" name a whole kind of art, no one style of it
+            if attribute != "subject" and self.is_creature_noun(phrase):
+                continue  # a creature ("a parrot") is something to draw, never a look or a place however MiniLM hears it
             if attribute == "subject" and key not in self.categories:
                 # An ordinary word is usually the general noun: prefer the category when it scores nearly as well.
                 for i in np.argsort(-scores)[1:6]:
