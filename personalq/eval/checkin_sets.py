@@ -36,7 +36,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `foss`, `ayre`, `planticrub`, `rath`, `curragh`, `corcass`, `turlough`, `steading`, `bothan`, `airigh`, `stob`, `sron`,
 `lairig`, `eilean`, `tulach`, `druim`, `creag`, `gleann`, `achadh`, `caol`, `clach`, `leac`, `cefn`, `bryn`, `mynydd`,
 `maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll`, `rhiw`, `carreg`, `bwlchau`, `tomen`,
-`corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair` and `arenig`; read freely,
+`corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair`, `arenig`, `preseli`, `mawddach`,
+`dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd` and `cowlyd`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -51,7 +52,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "airigh", "stob", "sron", "lairig", "eilean", "tulach", "druim", "creag", "gleann", "achadh", "caol",
                   "clach", "leac", "cefn", "bryn", "mynydd", "maes", "rhyd", "waun", "ruadh", "garbh", "sgiath", "hendre",
                   "pistyll", "rhiw", "carreg", "bwlchau", "tomen", "corsydd", "dolydd", "pantiau", "nantlle", "rhosydd",
-                  "clegyr", "elidir", "cadair", "arenig")
+                  "clegyr", "elidir", "cadair", "arenig", "preseli", "mawddach", "dysynni", "siabod", "cribyn", "migneint",
+                  "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -78,7 +80,9 @@ over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catal
 `porth`, `stuc` and `sithean`, then 401 over the two catalogs, `aber`, `llan` and `gwern`, then 409 over the two catalogs,
 `tyddyn`, `ffos` and `clogwyn`; 415 in session 45 over the two catalogs, `ceunant`, `llethr` and `gweunydd`, then
 407 over the two catalogs, `bryniau`, `moelfre` and `cwmwd`, then 407 over the two catalogs, `glyder`, `tryfan` and
-`carnedd`, then 414 over the two catalogs, `rhinog`, `moelwyn` and `cnicht`); like test, only
+`carnedd`, then 414 over the two catalogs, `rhinog`, `moelwyn` and `cnicht`; 429 in session 46 over the two catalogs,
+`pumlumon`, `berwyn` and `hebog`, then 428 over the two catalogs, `eifionydd`, `mignedd` and `ogwen`, then 420 over the two
+catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirionydd`, `padarn` and `peris`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -93,7 +97,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "uamh", "cleuch", "slochd", "bidean", "sgurr", "beinn", "cnoc", "torr", "rubha", "sgorr", "meallan",
                     "lochain", "gallt", "twyn", "ystrad", "porth", "stuc", "sithean", "aber", "llan", "gwern", "tyddyn",
                     "ffos", "clogwyn", "ceunant", "llethr", "gweunydd", "bryniau", "moelfre", "cwmwd", "glyder", "tryfan",
-                    "carnedd", "rhinog", "moelwyn", "cnicht")
+                    "carnedd", "rhinog", "moelwyn", "cnicht", "pumlumon", "berwyn", "hebog", "eifionydd", "mignedd", "ogwen",
+                    "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
