@@ -19,6 +19,7 @@ from personalq.eval.checkin_sets import (
     HOLDOUT,
     HOLDOUT_CATALOGS,
     SEED,
+    annotated_ids,
     catalog_path,
     load_split,
     named_sets,
@@ -77,46 +78,13 @@ def test_sets_are_large_enough_and_cover_every_phrase_class():
         assert {label for label, n in labels.items() if n >= 6} >= PHRASE_CLASSES, (catalog, labels)
 
 
-# The annotation is the hand translation of each request into constraints ("cat=mug -style=gouache
-# c>=2026-03-01 order=latest"); matching it against the catalog must give exactly the expected answer.
-def _holds(entry: dict, condition: str) -> bool:
-    negated, condition = condition.startswith("-"), condition.lstrip("-")
-    if condition == "all":
-        return not negated
-    if condition == "never":
-        return (entry.get("use_count", 0) == 0) != negated
-    key, op, value = re.match(r"(\w+)(>=|<|=)(.+)", condition).groups()
-    value = value.replace("_", " ")
-    words = lambda text: re.search(rf"\b{re.escape(value)}", text.lower()) is not None  # noqa: E731
-    if key in ("c", "u"):
-        stamp = entry["created_at"] if key == "c" else entry.get("last_used_at") or ""
-        found = bool(stamp) and {"=": stamp.startswith(value), ">=": stamp[:10] >= value, "<": stamp[:10] < value}[op]
-    else:
-        found = {"cat": lambda: entry["category"] == value, "style": lambda: value in entry.get("style_tags", []),
-                 "v": lambda: entry.get("version") == int(value), "desc": lambda: words(entry["description"]),
-                 "env": lambda: words(entry["description"] + " " + " ".join(entry.get("environment", [])))}[key]()
-    return found != negated
-
-
-def _annotated_ids(catalog: list[dict], annotation: str) -> set[str]:
-    conditions = annotation.split()
-    orders = [c.split("=")[1] for c in conditions if c.startswith("order=")]
-    hits = [e for e in catalog if all(_holds(e, c) for c in conditions if not c.startswith("order="))]
-    if orders and hits:
-        key = {"latest": "created_at", "oldest": "created_at", "lastused": "last_used_at",
-               "mostused": "use_count", "leastused": "use_count"}[orders[0]]
-        pick = min if orders[0] in ("oldest", "leastused") else max
-        hits = [pick(hits, key=lambda e: e.get(key) or "" if key == "last_used_at" else e[key])]
-    return {e["id"] for e in hits}
-
-
 @pytest.mark.parametrize("catalog, requests_of", [*((c, requests_of) for c in CATALOGS),
                                                   *((c, lambda c: load_split(c, EXTRA)) for c in EXTRA_CATALOGS),
                                                   *((c, lambda c: load_split(c, HOLDOUT)) for c in HOLDOUT_CATALOGS)])
 def test_expected_answers_follow_from_the_annotated_constraints(catalog, requests_of):
     entries = read_jsonl(catalog_path(catalog))
     for r in [r for r in requests_of(catalog) if "annotation" in r]:  # the older extra requests carry none
-        truth, hits = r["ground_truth"], _annotated_ids(entries, r["annotation"])
+        truth, hits = r["ground_truth"], annotated_ids(entries, r["annotation"])
         if truth["requires_clarification"]:
             assert hits == set(truth["plausible_ids"]), r["instance_id"]
         elif truth["no_match"]:

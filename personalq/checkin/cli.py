@@ -304,9 +304,26 @@ def bench_scale(
         typer.echo(json.dumps(rows, indent=1))
 
 
+def bench_check_batch(
+    folder: Annotated[Path, typer.Argument(help="A batch folder: catalog.jsonl, requests.jsonl and <catalog>.jsonl (docs/checkin-stranger-brief.md).")],
+    beside: Annotated[Optional[list[Path]], typer.Argument(help="Catalogs other helpers are writing at the same time.", show_default=False)] = None,
+) -> None:
+    """Check a stranger-written batch before it joins the hand-written sets: its catalog's words in no code
+    and no other catalog, and every request's annotation selecting exactly the answer written down."""
+    from personalq.eval.stranger_batch import check_batch
+
+    problems = check_batch(folder, [p for p in beside or () if p.resolve() != (folder / "catalog.jsonl").resolve()])
+    for problem in problems:
+        typer.echo(problem)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"OK: {folder} may join")
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("select")(select)
     app.command("chat")(chat)
     bench_app.command("select")(bench_select)
     bench_app.command("checkin-generate")(bench_generate)
     bench_app.command("checkin-scale")(bench_scale)
+    bench_app.command("checkin-batch")(bench_check_batch)

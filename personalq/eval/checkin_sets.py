@@ -14,6 +14,7 @@ prove the files are that draw. Files: personalq/eval/data/checkin/<catalog>/.
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -150,3 +151,39 @@ def split_requests(requests: list[dict], seed: int = SEED) -> tuple[list[dict], 
             turn += 1
     by_id = lambda r: r["instance_id"]  # noqa: E731
     return sorted(dev, key=by_id), sorted(test, key=by_id)
+
+
+# The annotation is the hand translation of a request into constraints ("cat=mug -style=gouache
+# c>=2026-03-01 order=latest", data README): matched against the catalog it must give exactly the answer.
+_ORDER_FIELDS = {"latest": "created_at", "oldest": "created_at", "lastused": "last_used_at", "mostused": "use_count", "leastused": "use_count"}
+
+
+def annotated_ids(entries: list[dict], annotation: str) -> set[str]:
+    """The checkpoints an annotation selects from catalog entries: all conditions hold, then the one order."""
+    conditions = annotation.split()
+    orders = [c.split("=")[1] for c in conditions if c.startswith("order=")]
+    hits = [e for e in entries if all(_holds(e, c) for c in conditions if not c.startswith("order="))]
+    if orders and hits:
+        key = _ORDER_FIELDS[orders[0]]
+        pick = min if orders[0] in ("oldest", "leastused") else max
+        hits = [pick(hits, key=lambda e: e.get(key) or "" if key == "last_used_at" else e[key])]
+    return {e["id"] for e in hits}
+
+
+def _holds(entry: dict, condition: str) -> bool:
+    negated, condition = condition.startswith("-"), condition.lstrip("-")
+    if condition == "all":
+        return not negated
+    if condition == "never":
+        return (entry.get("use_count", 0) == 0) != negated
+    key, op, value = re.match(r"(\w+)(>=|<|=)(.+)", condition).groups()
+    value = value.replace("_", " ")
+    if key in ("c", "u"):
+        stamp = entry["created_at"] if key == "c" else entry.get("last_used_at") or ""
+        found = bool(stamp) and {"=": stamp.startswith(value), ">=": stamp[:10] >= value, "<": stamp[:10] < value}[op]
+    else:
+        starts = lambda text: re.search(rf"\b{re.escape(value)}", text.lower()) is not None  # noqa: E731
+        found = {"cat": lambda: entry["category"] == value, "style": lambda: value in entry.get("style_tags", []),
+                 "v": lambda: entry.get("version") == int(value), "desc": lambda: starts(entry["description"]),
+                 "env": lambda: starts(entry["description"] + " " + " ".join(entry.get("environment", [])))}[key]()
+    return found != negated

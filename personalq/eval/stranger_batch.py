@@ -1,0 +1,89 @@
+"""Checks a batch of requests a stranger to the code wrote, before it joins the hand-written sets.
+
+The sets measure what people type only if the people writing them never saw the parser, so batches
+come from helpers given docs/checkin-stranger-brief.md and nothing else. What they cannot see they
+check with this: their new catalog's words must appear in no code and no other catalog (else the
+catalog tests the code's own vocabulary), and every request's hand annotation must select exactly
+the answer written down (else the answer is a slip, not a judgement).
+
+A batch folder holds `catalog.jsonl` (the new catalog, CATALOG_SIZE checkpoints), `requests.jsonl`
+(requests over it) and `<catalog>.jsonl` for requests over an existing catalog (atelier or demo).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from personalq.eval.checkin_bench import read_jsonl
+from personalq.eval.checkin_sets import DATA, annotated_ids, catalog_path
+
+CATALOG_SIZE = 18
+CARD_KEYS = frozenset({"id", "triggers", "subject_types", "style_tags", "description", "created_at", "version", "environment",
+                       "category", "base_model", "kind", "use_count"})
+PHRASE_CLASSES = frozenset({"negation", "version", "date", "usage", "synonym", "weak-synonym", "typo-slang", "common-words",
+                            "absent-subject", "no-constraint", "follow-up", "follow-up-answer", "new-request", "order",
+                            "description", "plain"})
+CODE = Path(__file__).resolve().parents[1]
+
+
+def catalog_words(entries: list[dict]) -> set[str]:
+    """A catalog's subjects, styles and places, whole and word by word, lower case."""
+    terms = {t.lower() for e in entries for t in (*e.get("subject_types", ()), *e.get("style_tags", ()), *e.get("environment", ()))}
+    return terms | {w for t in terms for w in t.split()}
+
+
+def check_batch(folder: Path, others: list[Path] = ()) -> list[str]:
+    """One line per problem of a batch folder (none: it may join). `others`: catalogs written beside it."""
+    catalog = read_jsonl(folder / "catalog.jsonl")
+    problems = _catalog_problems(catalog) + _vocabulary_problems(folder.name, catalog, others)
+    for path in sorted(folder.glob("*.jsonl")):
+        if path.name != "catalog.jsonl":
+            over = folder.name if path.stem == "requests" else path.stem
+            entries = catalog if over == folder.name else read_jsonl(catalog_path(over))
+            problems += [f"{path.name}:{n}: {p}" for n, request in enumerate(read_jsonl(path), 1) for p in _request_problems(request, over, entries)]
+    return problems
+
+
+def _catalog_problems(catalog: list[dict]) -> list[str]:
+    problems = [] if len(catalog) == CATALOG_SIZE else [f"the catalog has {len(catalog)} checkpoints, not {CATALOG_SIZE}"]
+    for e in catalog:
+        if missing := CARD_KEYS - e.keys():
+            problems.append(f"{e.get('id')}: missing {', '.join(sorted(missing))}")
+        elif e["triggers"] != [f"<{e['id']}>"]:
+            problems.append(f"{e['id']}: triggers must be ['<{e['id']}>']")
+    return problems
+
+
+def _vocabulary_problems(name: str, catalog: list[dict], others: list[Path]) -> list[str]:
+    """Words the code names, or another catalog (committed or written beside this one) uses; the folder's
+    own name only may not be another catalog's (once joined, the sets' code lists it)."""
+    code = " ".join(p.read_text(encoding="utf-8").lower() for p in CODE.rglob("*.py"))
+    committed = [p for p in DATA.glob("*/catalog.jsonl") if p.parent.name != name]
+    used = set().union(*(catalog_words(read_jsonl(p)) for p in [*committed, *others]), {p.parent.name for p in committed})
+    words = catalog_words(catalog)
+    return [f"“{w}” is in the code" for w in sorted(words) if re.search(rf"\b{re.escape(w)}\b", code)] + [
+        f"“{w}” is another catalog's" for w in sorted((words | {name}) & used)]
+
+
+def _request_problems(request: dict, over: str, entries: list[dict]) -> list[str]:
+    truth, ids = request["ground_truth"], {e["id"] for e in entries}
+    problems = [] if request.get("catalog") == over else [f"catalog must be {over!r}"]
+    if not (request.get("query") and request.get("now") and request.get("classes")) or set(request["classes"]) - PHRASE_CLASSES:
+        problems.append("needs query, now and known classes")
+    hits = annotated_ids(entries, request["annotation"])
+    if truth["requires_clarification"]:
+        expected = set(truth["plausible_ids"])
+        if len(expected) < 2 or not expected <= ids or truth["final_checkpoint_id"] not in expected or not truth["clarification_answer"]:
+            problems.append("an ambiguous request needs 2+ plausible ids of the catalog, a clarification answer and a final id among them")
+    elif truth["no_match"]:
+        expected = set()
+        if not truth.get("failing_constraint"):
+            problems.append("a no-match needs failing_constraint words")
+    else:
+        expected = {truth["checkpoint_id"]}
+        if truth["final_checkpoint_id"] != truth["checkpoint_id"]:
+            problems.append("final_checkpoint_id must be checkpoint_id")
+    if hits != expected:
+        problems.append(f"the annotation selects {sorted(hits)}, the answer is {sorted(expected)}")
+    return problems
