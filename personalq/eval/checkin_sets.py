@@ -153,7 +153,7 @@ def split_requests(requests: list[dict], seed: int = SEED) -> tuple[list[dict], 
     return sorted(dev, key=by_id), sorted(test, key=by_id)
 
 
-# The annotation is the hand translation of a request into constraints ("cat=mug -style=gouache
+# The annotation is the hand translation of a request into constraints ("cat=bear -style=watercolor
 # c>=2026-03-01 order=latest", data README): matched against the catalog it must give exactly the answer.
 _ORDER_FIELDS = {"latest": "created_at", "oldest": "created_at", "lastused": "last_used_at", "mostused": "use_count", "leastused": "use_count"}
 
