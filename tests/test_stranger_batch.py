@@ -38,6 +38,8 @@ def test_a_batch_of_new_words_whose_annotations_select_their_answers_may_join(tm
     assert check_batch(folder) == []
     result = CliRunner().invoke(app, ["bench", "checkin-batch", str(folder)])
     assert result.exit_code == 0 and "may join" in result.output
+    result = CliRunner().invoke(app, ["bench", "checkin-batch", str(tmp_path / "nowhere")])  # refused in one line
+    assert result.exit_code == 1 and "catalog.jsonl" in result.output and "Traceback" not in result.output
 
 
 def test_an_annotation_that_selects_another_answer_is_refused(tmp_path):
@@ -47,6 +49,11 @@ def test_an_annotation_that_selects_another_answer_is_refused(tmp_path):
     assert check_batch(folder) == ["requests.jsonl:1: the annotation selects ['zorbleck-v1', 'zorbleck-v2', 'zorbleck-v3'], "
                                    "the answer is ['zorbleck-v1']"]
     assert CliRunner().invoke(app, ["bench", "checkin-batch", str(folder)]).exit_code == 1
+    with open(folder / "requests.jsonl", "a") as lines:  # a line that is no request is a problem, not a crash
+        lines.write(json.dumps({"instance_id": "zyxwold-q102", "query": "the zorbleck"}) + "\n{not json\n")
+    problems = check_batch(folder)
+    assert [p.split(" (")[0] for p in problems[1:]] == ["requests.jsonl:2: not a request of the data README's format",
+                                                       "requests.jsonl:3: not a request of the data README's format"]
 
 
 def test_words_the_code_or_another_catalog_uses_are_refused(tmp_path):

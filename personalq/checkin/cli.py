@@ -312,7 +312,10 @@ def bench_check_batch(
     and no other catalog, and every request's annotation selecting exactly the answer written down."""
     from personalq.eval.stranger_batch import check_batch
 
-    problems = check_batch(folder, [p for p in beside or () if p.resolve() != (folder / "catalog.jsonl").resolve()])
+    try:
+        problems = check_batch(folder, [p for p in beside or () if p.resolve() != (folder / "catalog.jsonl").resolve()])
+    except (OSError, ValueError) as error:  # no catalog.jsonl, or one that is no JSON lines
+        _fail(f"{folder}: {error}")
     for problem in problems:
         typer.echo(problem)
     if problems:

@@ -12,6 +12,7 @@ A batch folder holds `catalog.jsonl` (the new catalog, CATALOG_SIZE checkpoints)
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -41,8 +42,18 @@ def check_batch(folder: Path, others: list[Path] = ()) -> list[str]:
         if path.name != "catalog.jsonl":
             over = folder.name if path.stem == "requests" else path.stem
             entries = catalog if over == folder.name else read_jsonl(catalog_path(over))
-            problems += [f"{path.name}:{n}: {p}" for n, request in enumerate(read_jsonl(path), 1) for p in _request_problems(request, over, entries)]
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if line.strip():
+                    problems += [f"{path.name}:{n}: {p}" for p in _line_problems(line, over, entries)]
     return problems
+
+
+def _line_problems(line: str, over: str, entries: list[dict]) -> list[str]:
+    """A request line's problems; one that is no request at all is one problem, not a crash."""
+    try:
+        return _request_problems(json.loads(line), over, entries)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return [f"not a request of the data README's format ({type(error).__name__}: {error})"]
 
 
 def _catalog_problems(catalog: list[dict]) -> list[str]:
