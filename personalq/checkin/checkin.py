@@ -317,7 +317,7 @@ def _options_named(options: list[ClarificationOption], reply: str, vocabulary: C
 
 def _option_described(options: list[ClarificationOption], reply: str, snap: CatalogSnapshot, store) -> list[ClarificationOption]:
     """The one offered subject that a word for a thing the catalog lacks names as MiniLM reads the
-    offered cards' descriptions ("the bird" for a kereru offered beside a lamp and a yak),
+    offered cards' descriptions ("the bird" for a kereru offered beside a bucket and a yak),
     nearer than the next by a margin. Only a subject WordNet has no entry for: one it files apart
     from the word is another thing, however near MiniLM puts the two ("the walrus" is no macaque);
     and never "a walrus" ("a blue walrus"), which asks for any one, not for one offered."""
