@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from personalq.store import RepoStore, StoreError
 from personalq.store.consistency import compare, stored_files
-from tests.test_store import kohya_lora_sd15, modelspec_header, write_checkpoint, write_png
+from tests.test_store import entry, kohya_lora_sd15, modelspec_header, write_checkpoint, write_png
 
 # Child processes fork from a clean server process, not from this one: once this process has opened a
 # store it holds Chroma's client (native threads, a connection pool), which a fork can inherit mid-use.
@@ -224,3 +224,41 @@ def test_of_two_concurrent_adds_of_one_id_exactly_one_wins(tmp_path, monkeypatch
             card = store.get("same-id")
             winner = next(s for s in sources if s.name in card.description)
             assert card.file_path.read_bytes() == winner.read_bytes()
+
+
+def _write_and_hold(home: str, ready, release) -> None:
+    """Add five entries and keep the store open, as the app does, until told to let go."""
+    with open_store(Path(home)) as store:
+        for n in range(5):
+            store.add_entry(entry(id=f"held-{n}", description=f"checkpoint held {n}"))
+        ready.set()
+        release.wait(120)
+
+
+def test_a_second_process_reads_the_vectors_another_process_holds_open(tmp_path):
+    """Chroma kept a writer's HNSW index in memory until 1,000 new vectors: a second process on the same
+    store (a CLI beside the app) then failed every dense query ("Nothing found on disk")."""
+    ready, release = CLEAN.Event(), CLEAN.Event()
+    with open_store(tmp_path / "home") as store:  # open first, as the app is when a CLI adds
+        writer = CLEAN.Process(target=_write_and_hold, args=(str(tmp_path / "home"), ready, release))
+        writer.start()
+        try:
+            assert ready.wait(120)
+            hits = store.dense_search("checkpoint held 3", 5)
+        finally:
+            release.set()
+            writer.join(120)
+    assert {i for i, _ in hits} == {f"held-{n}" for n in range(5)}
+
+
+def test_a_store_made_before_writes_its_index_at_once_when_reopened(tmp_path):
+    """Stores made with Chroma's default kept up to 1,000 new vectors off disk; reopening one sets the threshold."""
+    from personalq.store.indexes import SYNC_THRESHOLD
+
+    with open_store(tmp_path / "home") as store:
+        store.add_entry(entry(id="made-before", description="checkpoint made before"))
+        store._dense._collection.modify(configuration={"hnsw": {"sync_threshold": 1000}})  # Chroma's default
+    with open_store(tmp_path / "home") as store:
+        assert store._dense._collection.configuration_json["hnsw"]["sync_threshold"] == SYNC_THRESHOLD
+        assert store.dense_search("checkpoint made before", 1)[0][0] == "made-before"
+

@@ -83,6 +83,10 @@ def server_collection_name(directory: Path) -> str:
 # What Chroma says when another process holds its database for the moment; retried, never "broken".
 BUSY = re.compile(r"pool timed out|database is locked|database table is locked|busy", re.I)
 BUSY_RETRY_PAUSES_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+# Chroma writes its HNSW index to disk after this many new vectors (its default: 1000). Until then
+# another process with the store open finds the vectors' rows but no index on disk and fails every
+# query ("Error creating hnsw segment reader: Nothing found on disk"): the app and a CLI on one store.
+SYNC_THRESHOLD = 1
 
 
 class DenseIndex:
@@ -156,9 +160,12 @@ class DenseIndex:
         self._collection.count()
 
     def _create_collection(self):
-        return self._client.get_or_create_collection(
-            self.collection_name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
-        )
+        local = self.server_url is None  # a server persists its own index
+        hnsw = {"space": "cosine", **({"sync_threshold": SYNC_THRESHOLD} if local else {})}
+        collection = self._client.get_or_create_collection(self.collection_name, configuration={"hnsw": hnsw}, embedding_function=None)
+        if local and (collection.configuration_json.get("hnsw") or {}).get("sync_threshold") != SYNC_THRESHOLD:
+            collection.modify(configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD}})  # a store made before
+        return collection
 
     def close(self) -> None:
         if self._client is not None:
