@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from personalq.eval.checkin_bench import read_jsonl
+from personalq.store.card import CONTEXT_FIELDS
 from personalq.eval.checkin_sets import DATA, annotated_ids, catalog_path
 
 CATALOG_SIZE = 18
-CARD_KEYS = frozenset({"id", "triggers", "subject_types", "style_tags", "description", "created_at", "version", "environment",
-                       "category", "base_model", "kind", "use_count"})
+# What the store reads of a catalog line (last use optional: never used), and the sets' use count (data README).
+CARD_KEYS = frozenset(CONTEXT_FIELDS) - {"last_used_at"} | {"use_count"}
 PHRASE_CLASSES = frozenset({"negation", "version", "date", "usage", "synonym", "weak-synonym", "typo-slang", "common-words",
                             "absent-subject", "no-constraint", "follow-up", "follow-up-answer", "new-request", "order",
                             "description", "plain"})
@@ -34,7 +36,7 @@ def catalog_words(entries: list[dict]) -> set[str]:
     return terms | {w for t in terms for w in t.split()}
 
 
-def check_batch(folder: Path, others: list[Path] = ()) -> list[str]:
+def check_batch(folder: Path, others: Sequence[Path] = ()) -> list[str]:
     """One line per problem of a batch folder (none: it may join). `others`: catalogs written beside it."""
     catalog = read_jsonl(folder / "catalog.jsonl")
     problems = _catalog_problems(catalog) + _vocabulary_problems(folder.name, catalog, others)
@@ -66,7 +68,7 @@ def _catalog_problems(catalog: list[dict]) -> list[str]:
     return problems
 
 
-def _vocabulary_problems(name: str, catalog: list[dict], others: list[Path]) -> list[str]:
+def _vocabulary_problems(name: str, catalog: list[dict], others: Sequence[Path]) -> list[str]:
     """Words the code names, or another catalog (committed or written beside this one) uses; the folder's
     own name only may not be another catalog's (once joined, the sets' code lists it)."""
     code = " ".join(p.read_text(encoding="utf-8").lower() for p in CODE.rglob("*.py"))
