@@ -175,7 +175,12 @@ def _version_number(m: re.Match) -> int:
         number = int(spoken.rstrip("'s")) if spoken[0].isdigit() else _NUMBERS.index(spoken.lower()) + 1  # "my version 3s"
     else:
         number = int(ordinal[:-2]) if ordinal[0].isdigit() else _ORDINALS.index(ordinal.lower()) + 1
-    relation = (m.group(1) or "").lower()
+    return _relative_version(number, m.group(1) or "")
+
+
+def _relative_version(number: int, relation: str) -> int:
+    """The version right before or after `number` ("the one before v4" is 3), or `number` itself."""
+    relation = relation.lower()
     return number - 1 if relation == "before" else number + 1 if relation == "after" else number
 
 
@@ -690,13 +695,11 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
             take(m.start(), m.end())
     for m in _VERSION_AROUND.finditer(text):
         if not any(taken[m.start():m.end()]):
-            number = int(m.group(2)) + (1 if m.group(1).lower() == "after" else -1)
-            intent.constraints.append(Constraint("version", number, m.group(0), m.start(), m.end()))
+            intent.constraints.append(Constraint("version", _relative_version(int(m.group(2)), m.group(1)), m.group(0), m.start(), m.end()))
             take(m.start(), m.end())
     for m in _VERSION_BESIDE_SUBJECT.finditer(text):
         if not any(taken[m.start():m.end()]) and m.group(2).lower() not in STOP_WORDS:
-            number = int(m.group(3)) + (1 if m.group(1).lower() == "after" else -1)
-            intent.constraints.append(Constraint("version", number, m.group(0), m.start(), m.end()))
+            intent.constraints.append(Constraint("version", _relative_version(int(m.group(3)), m.group(1)), m.group(0), m.start(), m.end()))
             take(m.start(), m.start(2))  # the subject word stays for the subject
             take(m.end(2), m.end())
     for m in _VERSION.finditer(text):
