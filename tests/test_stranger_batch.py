@@ -59,6 +59,8 @@ def test_an_annotation_that_selects_another_answer_is_refused(tmp_path):
 def test_words_the_code_or_another_catalog_uses_are_refused(tmp_path):
     folder, _ = _batch(tmp_path / "code", style="watercolor")  # the parser names watercolor
     assert "“watercolor” is in the code" in check_batch(folder)
+    folder, _ = _batch(tmp_path / "term", style="watercolor glimmer")  # a term the code never names whole
+    assert not [p for p in check_batch(folder) if "is in the code" in p]
     folder, _ = _batch(tmp_path / "atelier", style="linocut")  # a style of the committed atelier catalog
     assert "“linocut” is another catalog's" in check_batch(folder)
     beside = tmp_path / "beside.jsonl"  # a catalog another helper is writing at the same time

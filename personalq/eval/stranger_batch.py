@@ -30,10 +30,22 @@ PHRASE_CLASSES = frozenset({"negation", "version", "date", "usage", "synonym", "
 CODE = Path(__file__).resolve().parents[1]
 
 
+def catalog_terms(entries: list[dict]) -> set[str]:
+    """A catalog's subjects, styles and places, lower case."""
+    return {t.lower() for e in entries for t in (*e.get("subject_types", ()), *e.get("style_tags", ()), *e.get("environment", ()))}
+
+
 def catalog_words(entries: list[dict]) -> set[str]:
-    """A catalog's subjects, styles and places, whole and word by word, lower case."""
-    terms = {t.lower() for e in entries for t in (*e.get("subject_types", ()), *e.get("style_tags", ()), *e.get("environment", ()))}
+    """A catalog's terms, whole and word by word: two catalogs sharing one word of a term test the same word."""
+    terms = catalog_terms(entries)
     return terms | {w for t in terms for w in t.split()}
+
+
+def terms_in_code(terms: set[str]) -> list[str]:
+    """The terms the package's code names whole. A term's single words may be common English the code
+    uses ("oil" of "oil painting"); the term itself is what a catalog asks the parser to read."""
+    code = " ".join(p.read_text(encoding="utf-8").lower() for p in CODE.rglob("*.py"))
+    return sorted(t for t in terms if re.search(rf"\b{re.escape(t)}\b", code))
 
 
 def check_batch(folder: Path, others: Sequence[Path] = ()) -> list[str]:
@@ -71,12 +83,10 @@ def _catalog_problems(catalog: list[dict]) -> list[str]:
 def _vocabulary_problems(name: str, catalog: list[dict], others: Sequence[Path]) -> list[str]:
     """Words the code names, or another catalog (committed or written beside this one) uses; the folder's
     own name only may not be another catalog's (once joined, the sets' code lists it)."""
-    code = " ".join(p.read_text(encoding="utf-8").lower() for p in CODE.rglob("*.py"))
     committed = [p for p in DATA.glob("*/catalog.jsonl") if p.parent.name != name]
     used = set().union(*(catalog_words(read_jsonl(p)) for p in [*committed, *others]), {p.parent.name for p in committed})
-    words = catalog_words(catalog)
-    return [f"“{w}” is in the code" for w in sorted(words) if re.search(rf"\b{re.escape(w)}\b", code)] + [
-        f"“{w}” is another catalog's" for w in sorted((words | {name}) & used)]
+    return [f"“{t}” is in the code" for t in terms_in_code(catalog_terms(catalog))] + [
+        f"“{w}” is another catalog's" for w in sorted((catalog_words(catalog) | {name}) & used)]
 
 
 def _request_problems(request: dict, over: str, entries: list[dict]) -> list[str]:
