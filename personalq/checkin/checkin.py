@@ -24,13 +24,20 @@ MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
 _BARE_NUMBER = re.compile(r"\s*\d{1,2}\s*")  # "3" where two were offered: no option's place, a version (not "2025", a year)
 _NUMBER_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten".split(), start=2)}  # "four": v4 ("one" is any one)
+# "the <subject> before the <look> one", "the one right after the <place> version": the version next
+# to the one the words describe, among its subject's versions.
+_BESIDE_DESCRIBED = re.compile(r"\b(?:the\s+one\s+)?(?:(?:made|right|just)\s+)?(before|after)\s+the\s+((?:[\w-]+\s+){1,3}?)(?:one|version)\b", re.I)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
 # "same but on the beach", "and in the snow?", "the cartoon version of that": everything else stays,
 # even when nothing then fits ("same style but the lynx" keeps only the style, and keeps it).
-_KEEP_THE_REST = re.compile(r"\bsame\b|"
-                            r"^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|\bof\s+(?:that|it|this)\b", re.I)
+_OF_THAT = re.compile(r"\bof\s+(?:that|it|this)\b", re.I)
+_KEEP_THE_REST = re.compile(r"\bsame\b|^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|" + _OF_THAT.pattern, re.I)
+# "same but the <look> one", "same <subject> but the <look> version": "the ... one" names a checkpoint
+# that is, so an earlier look or place that no such checkpoint has gives way, while "same but <look>"
+# and "and the <look> version of that?" keep the rest.
+_THE_NAMED_ONE = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,3}(?:one|version)\b", re.I)
 # "same animal but the newest one", "same dye style but ...", "a different subject": the one or two
 # words after "same" or "different" may name an attribute of the earlier request.
 _SAME_ATTRIBUTE = re.compile(r"\bsame\s+(\w+)(?:\s+(\w+))?", re.I)
@@ -318,9 +325,10 @@ def _options_named(options: list[ClarificationOption], reply: str, vocabulary: C
 def _option_described(options: list[ClarificationOption], reply: str, snap: CatalogSnapshot, store) -> list[ClarificationOption]:
     """The one offered subject that a word for a thing the catalog lacks names as MiniLM reads the
     offered cards' descriptions ("the bird" for a kereru offered beside a bucket and a yak),
-    nearer than the next by a margin. Only a subject WordNet has no entry for: one it files apart
-    from the word is another thing, however near MiniLM puts the two ("the walrus" is no macaque);
-    and never "a walrus" ("a blue walrus"), which asks for any one, not for one offered."""
+    nearer than the next by a margin. Never a subject WordNet tells apart from a narrow word, however
+    near MiniLM puts the two ("the walrus" is no macaque), while a broad word may name a subject WordNet
+    files elsewhere ("the flower" for a shrub); and never "a walrus" ("a blue walrus"), which asks for
+    any one, not for one offered."""
     vocabulary = snap.vocabulary
     if vocabulary.lexicon is None or len(options) < 2:
         return []
@@ -334,8 +342,7 @@ def _option_described(options: list[ClarificationOption], reply: str, snap: Cata
     near = dict(store.dense_search(OPTION_MEANING_QUERY.format(things[0].key), len(ids), ids=ids))
     (best, n), (second, _) = sorted(((max(near.get(i, -1.0) for i in ids if snap.cards[i].category == subject), n)
                                      for n, subject in enumerate(subjects)), reverse=True)[:2]
-    unknown = not vocabulary.lexicon.senses(subjects[n].replace(" ", "_").replace("-", "_"))
-    return [options[n]] if unknown and best - second >= OPTION_MEANING_MARGIN else []
+    return [options[n]] if not vocabulary.files_apart(things[0].key, subjects[n]) and best - second >= OPTION_MEANING_MARGIN else []
 
 
 def _fits_strict_terms(option: ClarificationOption, answer: Intent, snap: CatalogSnapshot) -> bool:
@@ -464,7 +471,31 @@ class Conversation:
             return self.last
         self.intent = self.checkin.read(text, _comparative_as_order(parse_intent(text, snap.vocabulary, self.now)))
         self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
+        beside = _BESIDE_DESCRIBED.search(text)
+        if beside and self.last.action == "select":
+            self._beside_described(text, beside)
         return self.last
+
+    def _beside_described(self, text: str, beside: re.Match) -> None:
+        """"the <subject> before the <look> one": where the words after "before" describe one of the
+        subject's checkpoints (no order word: "before the newest one" is read as an order), the answer
+        is its subject's version right before or after that one, or none when it is the first or last."""
+        snap = self.checkin.snapshot
+        described = parse_intent(beside.group(2), snap.vocabulary, self.now)
+        read_as_version = self.intent.order or any(c.attribute == "version" for c in self.intent.constraints)
+        if read_as_version or described.order or not described.constraints:  # "the version before the current one"
+            return
+        card, before = snap.cards[self.last.checkpoint_id], beside.group(1).lower() == "before"
+        siblings = sorted((c for c in snap.cards.values() if c.category == card.category and c.version is not None
+                           and (c.version < card.version if before else c.version > card.version)), key=lambda c: c.version, reverse=before)
+        relation = f"{beside.group(1).lower()} {card.id}"
+        if not siblings:
+            self.last = CheckInResult("no_match", f"no {card.category} comes {relation}")
+            return
+        subject = [c for c in self.intent.constraints if c.attribute == "subject" and not c.excluded]  # for a follow-up's sake
+        self.intent = Intent(text, [*subject, Constraint("checkpoints", frozenset({siblings[0].id}), beside.group(0))])
+        self.last = self.checkin.decide(text, self.intent, self.now, self.pool)
+        self.last.reason = f"the {card.category} right {relation}"
 
     def answer(self, reply: str | ClarificationOption) -> CheckInResult:
         """The next message: a clicked option or typed answer narrows the open question; a refinement
@@ -521,6 +552,8 @@ class Conversation:
         # "same but on the beach" keeps the style; "same but the one with icebergs", only details, may drop the earlier place
         if self.last.action == "no_match" and (not _KEEP_THE_REST.search(reply) or all(c.attribute == "cue" for c in follow.constraints)):
             self._drop_earlier(follow, only=("cue",) if asked else None)
+        elif self.last.action == "no_match" and _THE_NAMED_ONE.search(reply) and not _OF_THAT.search(reply):
+            self._drop_earlier(follow)  # "<subject> on the <place>", then "same but the <look> one": the one that is so
         elif self.last.action == "no_match" and any(c.attribute == "style" and not c.excluded for c in follow.constraints):
             self._drop_earlier(follow, only=("version",))  # "horse v1", then "same but the watercolor one": the style names another
         elif chosen and self.last.checkpoint_id == chosen and follow.order and all(c.attribute == "subject" for c in follow.constraints):

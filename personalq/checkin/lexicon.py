@@ -84,6 +84,7 @@ class Synset:
     lemmas: tuple[str, ...]  # as written: "Black" (a person) keeps its capital, "black" (the colour) does not
     hypernyms: tuple[int, ...]  # direct hypernyms and instance hypernyms, nouns only
     definition: str = ""  # the gloss without its examples: "decorative needlework"
+    hyponyms: tuple[int, ...] = ()  # direct hyponyms and instances, nouns only
 
 
 class WordNet:
@@ -387,13 +388,13 @@ class WordNet:
         count = int(fields[3], 16)
         lemmas = tuple(fields[4 + 2 * i] for i in range(count))
         i = 4 + 2 * count
-        hypernyms = []
+        hypernyms, hyponyms = [], []
         for _ in range(int(fields[i])):
             symbol, target, pos = fields[i + 1], int(fields[i + 2]), fields[i + 3]
-            if symbol in ("@", "@i") and pos == "n":
-                hypernyms.append(target)
+            if pos == "n" and symbol in ("@", "@i", "~", "~i"):
+                (hypernyms if symbol.startswith("@") else hyponyms).append(target)
             i += 4
-        found = Synset(offset, lemmas, tuple(hypernyms), gloss.split('; "', 1)[0].strip())
+        found = Synset(offset, lemmas, tuple(hypernyms), gloss.split('; "', 1)[0].strip(), tuple(hyponyms))
         with self._lock:
             self._synsets[offset] = found
         return found
@@ -412,6 +413,14 @@ class WordNet:
         no feeder), "body" of body_of_water."""
         return {(parts[:parts.index("of")] if "of" in parts[1:] else parts)[-1]
                 for lemma in self.synset(offset).lemmas for parts in (lemma.lower().split("_"),)}
+
+    def kinds_below(self, offset: int, cap: int) -> int:
+        """How many kinds WordNet files below a sense, all the way down, counted up to `cap`."""
+        seen, frontier = set(), [offset]
+        while frontier and len(seen) < cap:
+            frontier = [h for o in frontier for h in self.synset(o).hyponyms if h not in seen]
+            seen.update(frontier)
+        return min(len(seen), cap)
 
     def ancestors(self, offset: int, depth: int) -> dict[int, int]:
         """Synsets reachable by following hypernyms up to `depth` steps, with their distance (itself at 0)."""

@@ -72,6 +72,7 @@ PLACE_ABOVE_MAX_UP = 3
 # the category (or sub-type) named beside it: cats that are tabby cats are not WordNet's "guy" sense.
 LEXICON_MAX_UP = 3
 OPTION_MAX_UP = 12  # an answer's word may name an offered option this far above it ("the animal" for a wild ox)
+GENERAL_WORD_KINDS = 10  # a word with this many kinds below it is broad: "boat", "flower", "basket" (12); "walrus" has 2
 # A subject the embedder puts near a catalog subject is turned down when WordNet files both as kinds
 # of one thing at most SIBLING_UP steps up and neither as the other (wolf and dog, donkey and horse).
 SIBLING_UP = 2
@@ -488,6 +489,17 @@ class CatalogVocabulary:
         senses = set(self.lexicon.senses(word))
         return bool(senses) and any(senses & self.lexicon.ancestors(o, OPTION_MAX_UP).keys()
                                     for o in self.lexicon.senses(label.replace(" ", "_")))
+
+    def files_apart(self, word: str, label: str) -> bool:
+        """Whether WordNet tells the label from what the word names: the word names a narrow kind
+        (fewer than GENERAL_WORD_KINDS kinds below it) and WordNet knows the label but not under the
+        word, so a macaque is no walrus and a painting no giraffe. A broad word's tree leaves out what
+        people call by it (a frigate is no "boat" there, an azalea no "flower"), so it tells nothing
+        apart. Without WordNet nothing is told apart."""
+        lex = self.lexicon
+        if lex is None or self.names_in_any_sense(word, label) or not lex.senses(label.replace(" ", "_").replace("-", "_")):
+            return False
+        return all(lex.kinds_below(o, GENERAL_WORD_KINDS) < GENERAL_WORD_KINDS for o in lex.usual_senses(word))
 
     def part_of_a_term(self, word: str, ids: Collection[str]) -> bool:
         """Whether the word starts or ends a one-word term of these checkpoints ("wrist" of wristwatch,
