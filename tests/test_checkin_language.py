@@ -1896,3 +1896,14 @@ def test_an_answer_names_an_offered_subject_by_a_broad_word_wordnet_files_it_out
     assert conversation(things, "something on the windowsill", "the flower").checkpoint_id == "hibiscus-1"
     assert conversation(things, "the pastel ones", "the walrus").checkpoint_id is None
 
+
+@pytest.mark.parametrize("messages, action, expected", [
+    (("idk whatever works",), "clarify", {"kite-1", "kite-2", "kite-3", "ocarina-1", "ocarina-2"}),  # a clause, no subject
+    (("whichever fits best, dealers choice",), "clarify", {"kite-1", "kite-2", "kite-3", "ocarina-1", "ocarina-2"}),
+    (("i dont care which, just load a model",), "clarify", {"kite-1", "kite-2", "kite-3", "ocarina-1", "ocarina-2"}),  # a command opens its clause
+    (("whatever walrus you have",), "no_match", {"walrus"}),                  # a thing after "whatever" is still asked for
+])
+def test_a_request_that_leaves_the_choice_to_us_names_no_subject(checkin, messages, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
+
+

@@ -280,9 +280,12 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             passed.add(j)
             continue
         takes_object = _COMMAND.match(scan.text, tok.end) and _is_verb(tok.key, vocabulary)
-        opens = all(t.key in CHAT_WORDS for t in scan.toks[:j])  # "just load whatever i use", not "my car one"
-        if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")):
-            continue  # "load the snowy one": a command; "wearing a hat": what the picture newly shows
+        clause = max(scan.text.rfind(mark, 0, tok.start) for mark in ",.;!?") + 1  # "i dont care which, just load one"
+        opens = all(t.key in CHAT_WORDS for t in scan.toks[:j] if t.start >= clause)  # "just load whatever i use", not "my car one"
+        if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")) \
+                or _WHATEVER_DOES.search(scan.text[:tok.start]) and _CLAUSE_END.match(scan.text, tok.end) \
+                and tok.text.lower().endswith("s") and _is_verb(tok.text.lower()[:-1], vocabulary):
+            continue  # "load the snowy one": a command; "wearing a hat": what the picture newly shows; "whatever works"
         if vocabulary.names_art_form(tok.key) and any(c.attribute == "style" and c.end >= 0 and not scan.text[c.end:tok.start].strip(" -")
                                                       for c in intent.constraints):
             continue  # "the watercolor print": the style's own noun, no subject
@@ -314,6 +317,9 @@ _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|(?<!the\s)one)\s+wi
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
 _COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)
+# "whatever works", "whichever fits best": a verb after "whatever" ends a clause of its own, no subject.
+_WHATEVER_DOES = re.compile(r"\b(?:whatever|whichever)\s+$", re.I)
+_CLAUSE_END = re.compile(r"\s*(?:$|[,.!?;]|(?:best|for\s+(?:me|you|u)|i\s+guess)\b)", re.I)
 # "for my desktop wallpaper", "as a gift": what the picture is for, not what it shows.
 _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+\s+)?$", re.I)
 
