@@ -1907,3 +1907,16 @@ def test_a_request_that_leaves_the_choice_to_us_names_no_subject(checkin, messag
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
 
 
+
+def test_two_slips_and_another_first_letter_make_another_word(tmp_path_factory):
+    """A craft two letters and the first one away from the catalog's ("kirigami" beside origami) is
+    another craft: a no-match naming it, not the catalog's style by a typo; one slip is still a typo."""
+    from personalq.checkin.spelling import Speller
+
+    assert Speller(["origami"], [], None).correct_word("kirigami") is None
+    assert Speller(["origami"], [], None).correct_word("origamy") == "origami"
+    herons = checkin_over([entry("heron-1", "heron", "origami", "quay", "2024-01-01T12:00:00Z", "A folded heron.", 1, 0),
+                           entry("heron-2", "heron", "batik", "quay", "2024-02-01T12:00:00Z", "A heron in wax.", 2, 0)],
+                          tmp_path_factory, "firstletter")
+    result = herons.ask("kirigami heron", now=NOW)
+    assert result.action == "no_match" and "kirigami" in result.reason, result.reason

@@ -4,8 +4,9 @@ Only a word that is no English word at all (WordNet knows no form of it) is corr
 word the catalog or the request grammar uses, within a small Damerau-Levenshtein distance, and only
 when that word is the single closest one (the margin): "tre" becomes tree when tree is the only
 word one edit away, while a word two catalog words are equally near stays as typed, unless only one
-of them differs by a missing or extra letter alone (the commonest slip). An unknown word
-that misspells nothing is left alone, so it can still name a subject the catalog lacks.
+of them differs by a missing or extra letter alone (the commonest slip). Two slips that also change
+the first letter make another word, as typists seldom miss the first letter. An unknown word that
+misspells nothing is left alone, so it can still name a subject the catalog lacks.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Speller:
         if not tied:
             return None
         word, distance, _ = tied[0]
+        if distance > 1 and word[0] != key[0]:  # two slips and another first letter: another word, no typo
+            return None
         return word if distance < len(key) - 1 else None
 
     def _short_typo(self, key: str, word: str) -> bool:

@@ -526,7 +526,8 @@ class CatalogVocabulary:
         or a misspelling of one ("elefant"): WordNet knows no form of it, it is no chat
         shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
         its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
-        correct ("memfis"; a misspelling keeps about the word's length: three letters more make another word).
+        correct ("memfis"; a misspelling keeps about the word's length and its first letter: three letters
+        more, or another first letter, make another word).
         Without WordNet no word is."""
         if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH or self.lexicon.is_word(word):
             return False
@@ -534,7 +535,7 @@ class CatalogVocabulary:
             return False
         if word.endswith("in") and (word + "g" in STOP_WORDS or self.lexicon.is_word(word + "g")):
             return False
-        return not any(abs(len(word) - len(part)) <= MISSPELLING_LENGTH_GAP
+        return not any(abs(len(word) - len(part)) <= MISSPELLING_LENGTH_GAP and part[0] == word[0]
                        and difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
 
     def _near_style_anchor(self, phrase: str) -> bool:
