@@ -38,7 +38,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `lairig`, `eilean`, `tulach`, `druim`, `creag`, `gleann`, `achadh`, `caol`, `clach`, `leac`, `cefn`, `bryn`, `mynydd`,
 `maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll`, `rhiw`, `carreg`, `bwlchau`, `tomen`,
 `corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair`, `arenig`, `preseli`, `mawddach`,
-`dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd` and `cowlyd`; read freely,
+`dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd`, `cowlyd`, `llydaw`,
+`glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog` and `clwyd`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -54,7 +55,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "clach", "leac", "cefn", "bryn", "mynydd", "maes", "rhyd", "waun", "ruadh", "garbh", "sgiath", "hendre",
                   "pistyll", "rhiw", "carreg", "bwlchau", "tomen", "corsydd", "dolydd", "pantiau", "nantlle", "rhosydd",
                   "clegyr", "elidir", "cadair", "arenig", "preseli", "mawddach", "dysynni", "siabod", "cribyn", "migneint",
-                  "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd")
+                  "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd", "llydaw", "glaslyn", "alwen", "brenig",
+                  "gwynant", "mymbyr", "hiraethog", "clwyd")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -83,7 +85,9 @@ over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catal
 407 over the two catalogs, `bryniau`, `moelfre` and `cwmwd`, then 407 over the two catalogs, `glyder`, `tryfan` and
 `carnedd`, then 414 over the two catalogs, `rhinog`, `moelwyn` and `cnicht`; 429 in session 46 over the two catalogs,
 `pumlumon`, `berwyn` and `hebog`, then 428 over the two catalogs, `eifionydd`, `mignedd` and `ogwen`, then 420 over the two
-catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirionydd`, `padarn` and `peris`); like test, only
+catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirionydd`, `padarn` and `peris`; 287 in session
+47 over atelier, `cwmorthin` and `claerwen`, then 288 over atelier, `celyn` and `tegid`, then 350 over the two catalogs,
+`trawsfynydd` and `elan`, then 446 over atelier, `dyfi` and `ceiriog`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -99,7 +103,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "lochain", "gallt", "twyn", "ystrad", "porth", "stuc", "sithean", "aber", "llan", "gwern", "tyddyn",
                     "ffos", "clogwyn", "ceunant", "llethr", "gweunydd", "bryniau", "moelfre", "cwmwd", "glyder", "tryfan",
                     "carnedd", "rhinog", "moelwyn", "cnicht", "pumlumon", "berwyn", "hebog", "eifionydd", "mignedd", "ogwen",
-                    "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris")
+                    "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris", "cwmorthin", "claerwen", "celyn", "tegid",
+                    "trawsfynydd", "elan", "dyfi", "ceiriog")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
