@@ -1920,3 +1920,12 @@ def test_two_slips_and_another_first_letter_make_another_word(tmp_path_factory):
                           tmp_path_factory, "firstletter")
     result = herons.ask("kirigami heron", now=NOW)
     assert result.action == "no_match" and "kirigami" in result.reason, result.reason
+
+
+def test_a_described_one_without_a_version_is_kept_as_read(tmp_path_factory):
+    """"the heron before the batik one" where the batik heron's card has no version: it has no place
+    among the versions, so the request is read as it stands, without a crash."""
+    herons = checkin_over([entry("heron-a", "heron", "batik", "quay", "2024-01-01T12:00:00Z", "A heron in wax.", None, 0),
+                           entry("heron-b", "heron", "pastel", "quay", "2024-02-01T12:00:00Z", "A heron in chalk.", None, 0)],
+                          tmp_path_factory, "noversion")
+    selects(herons, "the heron before the batik one", "heron-a")

@@ -486,6 +486,8 @@ class Conversation:
         if read_as_version or described.order or not described.constraints:  # "the version before the current one"
             return
         card, before = snap.cards[self.last.checkpoint_id], beside.group(1).lower() == "before"
+        if card.version is None:  # a card without a version has no place among its subject's versions
+            return
         siblings = sorted((c for c in snap.cards.values() if c.category == card.category and c.version is not None
                            and (c.version < card.version if before else c.version > card.version)), key=lambda c: c.version, reverse=before)
         relation = f"{beside.group(1).lower()} {card.id}"
