@@ -86,7 +86,7 @@ over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catal
 `carnedd`, then 414 over the two catalogs, `rhinog`, `moelwyn` and `cnicht`; 429 in session 46 over the two catalogs,
 `pumlumon`, `berwyn` and `hebog`, then 428 over the two catalogs, `eifionydd`, `mignedd` and `ogwen`, then 420 over the two
 catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirionydd`, `padarn` and `peris`; 287 in session
-47 over atelier, `cwmorthin` and `claerwen`, then 288 over atelier, `celyn` and `tegid`, then 350 over the two catalogs,
+47 over atelier, `cwmorthin` and `claerwen`, then 288 over atelier, `celyn` and `tegid`, then 468 over the two catalogs,
 `trawsfynydd` and `elan`, then 446 over atelier, `dyfi` and `ceiriog`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
