@@ -1907,7 +1907,6 @@ def test_a_request_that_leaves_the_choice_to_us_names_no_subject(checkin, messag
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
 
 
-
 def test_two_slips_and_another_first_letter_make_another_word(tmp_path_factory):
     """A craft two letters and the first one away from the catalog's ("kirigami" beside origami) is
     another craft: a no-match naming it, not the catalog's style by a typo; one slip is still a typo."""
