@@ -24,9 +24,11 @@ MAX_OPTIONS = 4
 _PICK_OPTION = re.compile(r"^\s*(?:the\s+)?(first|second|third|fourth|1|2|3|4)(?:\s+one)?\s*[.!]?\s*$", re.I)
 _BARE_NUMBER = re.compile(r"\s*\d{1,2}\s*")  # "3" where two were offered: no option's place, a version (not "2025", a year)
 _NUMBER_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten".split(), start=2)}  # "four": v4 ("one" is any one)
+# "the <look> one", "the <place> version": one checkpoint, named by the words between.
+_THE_DESCRIBED_ONE = r"\bthe\s+((?:[\w-]+\s+){1,3}?)(?:one|version)\b"
 # "the <subject> before the <look> one", "the one right after the <place> version": the version next
 # to the one the words describe, among its subject's versions.
-_BESIDE_DESCRIBED = re.compile(r"\b(?:the\s+one\s+)?(?:(?:made|right|just)\s+)?(before|after)\s+the\s+((?:[\w-]+\s+){1,3}?)(?:one|version)\b", re.I)
+_BESIDE_DESCRIBED = re.compile(r"\b(?:the\s+one\s+)?(?:(?:made|right|just)\s+)?(before|after)\s+" + _THE_DESCRIBED_ONE, re.I)
 # A reply tied to the earlier request: "and ...", "but ...", "actually ..." first, or "same", "instead",
 # "make it", "switch to" anywhere ("now the lynx in the same style", "ok make it a lynx").
 _SAME = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:same|also|too|and|but|instead)\b|\b(?:same|instead|make\s+it|switch\s+to|change\s+(?:it\s+)?to|(?:that|this)\s+(?:style|look))\b", re.I)
@@ -37,7 +39,7 @@ _KEEP_THE_REST = re.compile(r"\bsame\b|^\W*(?:(?:hmm+|ok|okay|so)\W+)?and\b|" + 
 # "same but the <look> one", "same <subject> but the <look> version": "the ... one" names a checkpoint
 # that is, so an earlier look or place that no such checkpoint has gives way, while "same but <look>"
 # and "and the <look> version of that?" keep the rest.
-_THE_NAMED_ONE = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,3}(?:one|version)\b", re.I)
+_THE_NAMED_ONE = re.compile(_THE_DESCRIBED_ONE, re.I)
 # "same animal but the newest one", "same dye style but ...", "a different subject": the one or two
 # words after "same" or "different" may name an attribute of the earlier request.
 _SAME_ATTRIBUTE = re.compile(r"\bsame\s+(\w+)(?:\s+(\w+))?", re.I)
