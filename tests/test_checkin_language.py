@@ -1928,3 +1928,91 @@ def test_a_described_one_without_a_version_is_kept_as_read(tmp_path_factory):
                            entry("heron-b", "heron", "pastel", "quay", "2024-02-01T12:00:00Z", "A heron in chalk.", None, 0)],
                           tmp_path_factory, "noversion")
     selects(herons, "the heron before the batik one", "heron-a")
+
+
+def test_a_word_said_of_a_photo_is_the_cards_own_word_or_the_photo_style(tmp_path_factory):
+    """"the old photo of the weathervane": where the catalog's photo style is not called old, a card of
+    that style fits, as does one whose description calls its own look old; ruling the old photo out
+    rules out both."""
+    cards = checkin_over([entry("vane-1", "weathervane", "sepia photo", "hilltop", "2024-01-01T12:00:00Z", "A copper weathervane on a roof, shot as a sepia photo.", 1, 0),
+                          entry("vane-2", "weathervane", "gouache", "hilltop", "2024-02-01T12:00:00Z", "A weathervane painted in gouache.", 2, 0),
+                          entry("churn-1", "churn", "collodion", "dairy", "2024-03-01T12:00:00Z", "A wooden churn, an old collodion plate with dark edges.", 1, 0),
+                          entry("churn-2", "churn", "pastel", "dairy", "2024-04-01T12:00:00Z", "A churn drawn in pastel.", 2, 0)],
+                         tmp_path_factory, "oldphoto")
+    selects(cards, "the old photo of the weathervane", "vane-1")
+    selects(cards, "that old-timey photo weathervane", "vane-1")
+    selects(cards, "the churn, the old photo one", "churn-1")
+    selects(cards, "weathervane, not the old photo", "vane-2")
+
+
+def test_a_misspelt_grammar_word_names_no_thing(checkin):
+    """"whatevr", "whichevs": a word a letter or two from a long word of the request grammar is that
+    word mistyped, not the name of a thing the catalog lacks."""
+    result = checkin.ask("whatevr, any of the gouache ones", now=NOW)
+    assert (result.action, set(result.plausible_ids)) == ("clarify", {"kite-2", "ocarina-1"}), result.reason
+    selects(checkin, "whichevs kite is newest", "kite-3")
+
+
+def test_one_modifier_before_another_kind_of_thing_is_no_subject_term(tmp_path_factory):
+    """"a pewter jug" where the cards are pewter tureens: the words share a modifier, yet a jug is
+    another kind of thing than a tureen, though WordNet knows neither two-word name."""
+    card = entry("tureen-1", "tureen", "batik", "pantry", "2024-01-01T12:00:00Z", "A pewter tureen on a pantry shelf.", 1, 0)
+    tureens = checkin_over([{**card, "subject_types": ["tureen", "pewter tureen"]},
+                            {**card, "id": "tureen-2", "triggers": ["<tureen-2>"], "subject_types": ["tureen", "pewter tureen"], "style_tags": ["pastel"],
+                             "created_at": "2024-02-01T12:00:00Z", "version": 2}], tmp_path_factory, "pewter")
+    result = tureens.ask("the pewter jug", now=NOW)
+    assert result.action == "no_match" and "jug" in result.reason, result.reason
+    assert tureens.ask("the pewter tureen", now=NOW).action == "clarify"
+
+
+def test_a_narrow_word_is_no_subject_whose_cards_wordnet_files_elsewhere(tmp_path_factory):
+    """"my hamster" where the capybara's cards also call it a swamp hamster: WordNet files a hamster
+    apart from a capybara, so the shared head noun names no checkpoint; a broad word still may."""
+    card = entry("capybara-1", "capybara", "batik", "riverbank", "2024-01-01T12:00:00Z", "A capybara dozing on a riverbank.", 1, 0)
+    animals = checkin_over([{**card, "subject_types": ["capybara", "swamp hamster"]},
+                            {**card, "id": "capybara-2", "triggers": ["<capybara-2>"], "subject_types": ["capybara", "swamp hamster"],
+                             "style_tags": ["pastel"], "created_at": "2024-02-01T12:00:00Z", "version": 2}], tmp_path_factory, "swamp")
+    result = animals.ask("my hamster", now=NOW)
+    assert result.action == "no_match" and "hamster" in result.reason, result.reason
+    assert animals.ask("the swamp hamster", now=NOW).action == "clarify"
+    assert animals.ask("the animal", now=NOW).action == "clarify"
+
+
+@pytest.mark.parametrize("text", [
+    "anything goes, but it has to be a walrus",
+    "whatevers handy, maybe a walrus",
+    "anything at all, as long as its a walrus",
+    "something fun with a walrus",
+    "smth w a walrus pls",
+    "any walrus",
+])
+def test_a_subject_named_beside_no_constraint_is_one_the_catalog_lacks(checkin, text):
+    """"anything, but it has to be a walrus": the one thing asked for is a walrus, not anything at all."""
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "no_match" and "walrus" in result.reason, (text, result.action, result.reason)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("ocrn on the quay", "ocarina-2"),     # chat drops the vowels and a doubled letter
+    ("smol kite on the quay", "kite-3"),   # size slang says nothing of a card
+])
+def test_chat_spellings_of_catalog_words(checkin, text, expected):
+    selects(checkin, text, expected)
+
+
+def test_the_start_of_a_style_right_after_the_subject_is_that_style(tmp_path_factory):
+    herons = checkin_over([entry("heron-1", "heron", "linocut", "quay", "2024-01-01T12:00:00Z", "A heron carved into a block.", 1, 0),
+                           entry("heron-2", "heron", "gouache", "quay", "2024-02-01T12:00:00Z", "A heron in paint.", 2, 0)],
+                          tmp_path_factory, "lino")
+    selects(herons, "the heron lino", "heron-1")
+
+
+@pytest.mark.parametrize("text", [
+    "the polaroid kite",                  # a brand WordNet knows only as a name, said as a look
+    "kite shot as a polaroid",
+    "polaroid of the kite on the quay",
+    "the ocarina as a daguerreotype",     # a kind of photograph is a look the catalog lacks
+])
+def test_a_brand_or_a_kind_of_photograph_is_a_look_the_catalog_lacks(checkin, text):
+    result = checkin.ask(text, now=NOW)
+    assert result.action == "no_match" and re.search(r"polaroid|daguerreotype", result.reason), (text, result.action, result.reason)

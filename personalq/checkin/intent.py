@@ -95,7 +95,7 @@ _THAT_ONE = re.compile(r"\b(?:not\s+(?:that|this)(?:\s+one)?|(?:another|a\s+diff
                        r"other(?=\s+(?:\w+\s+){0,2}" + MANY_OF_THEM + r"\b))\b", re.I)  # "what other watercolor ones": the chosen one is out
 _SUBJECT_SLOT = frozenset({"my", "the", "our", "your", "this", "that", "which", "whichever", "whatever"})
 _SLOT_FILLERS = CHAT_WORDS | {w for w in DOMAIN_WORDS if w.endswith("ed")}  # chat and "trained": no noun of their own
-_OPENING_ARTICLES = frozenset({"a", "an"})  # "a griffin" as a whole message; "holding a balloon" is prompt context
+_OPENING_ARTICLES = frozenset({"a", "an", "any"})  # "a griffin", "any griffin" as a whole message; "holding a balloon" is prompt context
 _OPENERS = frozenset({"actually", "now", "then", "also", "maybe", "perhaps"})  # "actually, a griffin": still the whole message
 
 
@@ -217,6 +217,7 @@ def parse_intent(text: str, vocabulary: CatalogVocabulary, now: datetime, answer
         _absent_subject(intent, scan, unknown, vocabulary)
     if not _photo_look(intent, scan, vocabulary) and "style" not in scan.found:
         _absent_style(intent, scan, unknown, vocabulary)
+    _described_photo(intent, vocabulary)
     _absent_setting(intent, scan, unknown, vocabulary)
     _absent_colour(intent, scan, unknown, vocabulary)
     _absent_material(intent, scan, unknown, vocabulary)
@@ -309,9 +310,11 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
 
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z",
-# "same but a parrot", "what about a parrot" (after another request): a
+# "same but a parrot", "what about a parrot" (after another request), "anything, but it has to be a
+# parrot", "whatever, maybe a parrot", "anything, as long as its a parrot": a
 # subject named after what is drawn ("the one with googly eyes" names a detail of a card).
-_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|(?<!the\s)one)\s+with|"
+_THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|smth|sth)\s+(?:\w+\s+)?w(?:ith)?|(?<!the\s)one\s+with|"
+                       r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|as\s+long\s+as\s+it(?:s|['’]s|\s+is)|"
                        r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
@@ -328,6 +331,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # that way, whatever the word. Not before "style": "lifelike style" may be a synonym the catalog
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
+_OF_THE = re.compile(r"\s+of\s+(?:(?:the|a|an|my|that|this)\s+)?", re.I)
 _IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of))\s+$", re.I)  # "chair painted in oils", "the lynx in charcoal", "made of clay": no article before a medium
 
 
@@ -372,17 +376,46 @@ def _photo_look(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -> b
     return True
 
 
+# "old photo", "old-timey photo", "old brownish photo": a description word said of a photograph
+_PHOTO_AFTER = re.compile(r"(?:[\s-]+[a-z]+)?[\s-]+photo(?:graph)?s?\b", re.I)
+
+
+def _described_photo(intent: Intent, vocabulary: CatalogVocabulary) -> None:
+    """A description word said of a photograph ("the old photo of my <subject>") is either the card's
+    own word (a card that reads "an old <process>") or the look of the catalog's photo style: which of
+    a catalog's styles are old kinds of photograph, WordNet cannot tell, so a card with either fits."""
+    hit = vocabulary.similar("photo")
+    if hit is None or hit[0] != "style":
+        return
+    looks = {w for w in hit[1] if w in vocabulary.cue_words}  # the style's own words its cards say
+    for i, c in enumerate(intent.constraints):
+        photo = c.attribute == "cue" and isinstance(c.value, str) and _PHOTO_AFTER.match(intent.text, c.end)
+        if photo and looks and not any(o.start < photo.end() and c.end < o.end for o in intent.constraints if o is not c):
+            intent.constraints[i] = replace(c, value=frozenset({c.value, *looks}), words=intent.text[c.start:photo.end()], end=photo.end())
+
+
+def _named_as_look(scan: _Scan, tok: Token, subject: Constraint | None, vocabulary: CatalogVocabulary) -> bool:
+    """"the <subject> shot as a <brand>", "a <brand> of the <subject>": a name said of how the subject
+    is shown is the kind of picture asked for."""
+    said = _AS_A.search(scan.text[:tok.start]) or subject is not None and _OF_THE.fullmatch(scan.text, tok.end, subject.start)
+    return bool(said) and vocabulary.names_look_by_name(tok.key)
+
+
 def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: CatalogVocabulary) -> None:
     """A leftover word that names a kind of art ("fresco", "a pencil sketch"), or one or two leftover
     words right before the subject that read as a style ("graffiti sled", "anime lynx") or that WordNet
     files as an artistic movement or style ("a rococo sled"),
-    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art")."""
+    ask for a style the catalog lacks, as does a word before a medium noun ("3d render", "line art").
+    The start of one catalog style right after the subject ("the <subject> lino") is that style."""
+    right_after = _right_after_subject(intent, scan, unknown)[:1]
+    subject = intent.subject
     for j in unknown:
         tok = scan.toks[j]
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
-        clipped = vocabulary.style_clipped_to(tok.key) if medium or after_in else None  # "water painting", "in lino": the style
+        # "water painting", "in lino", "<subject> lino": the style
+        clipped = vocabulary.style_clipped_to(tok.key) if medium or after_in or j in right_after else None
         in_medium = after_in and (clipped or vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
                                   or vocabulary.names_unknown(tok.key)  # a craft's own name
                                   or vocabulary.names_art_style(tok.key)  # "in dadaism"
@@ -392,7 +425,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
             _add(intent, ("unknown", f"{tok.key} {pair.key}"), [tok, pair], exact=True)
             return  # "a dog in cast iron": one noun for a material, said as what it is made in; "in felt pen"
         made = _ANYTHING_BEFORE.search(scan.text[:tok.start]) and vocabulary.names_making_in_art_form(tok.key)  # "anything knitted?"
-        if medium or depicted_as or in_medium or made or vocabulary.names_art_form(tok.key):
+        if medium or depicted_as or _named_as_look(scan, tok, subject, vocabulary) or in_medium or made or clipped \
+                or vocabulary.names_art_form(tok.key):
             end = medium.end() if medium else tok.end
             attribute, value = ("style", clipped) if clipped else ("unknown", tok.key)
             intent.constraints = [c for c in intent.constraints  # "print" of "lino print" is no cue of its own
@@ -446,6 +480,8 @@ def _absent_setting(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
     before = _right_before_subject(intent, scan, unknown)[-1:] + [j for j in unknown if _SCENE_AFTER.match(scan.text, scan.toks[j].end)]
     for j in unknown:
         tok = scan.toks[j]
+        if _covered_by(intent, tok):
+            continue  # "in <brand>": read as a look already
         if j in before:
             compound = vocabulary.is_compound(f"{tok.key} {scan.toks[j + 1].key}") if j + 1 < len(scan.toks) else False
             word = tok.key if vocabulary.usually_names_place(tok.key) and not compound else None

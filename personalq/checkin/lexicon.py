@@ -37,6 +37,7 @@ THING_MIN_DEPTH = 4
 # art.n.01 (fine art), art.n.02 (artistic creation), drawing.n.02 (the picture) and needlework.n.01:
 # a word below one of them names a way of making images, that is a style.
 ART_FORMS = frozenset({2743547, 933420, 3234306, 3816849})
+PHOTOGRAPH = 3925226  # photograph.n.01
 COLORING_MATERIAL = 14984973  # coloring_material.n.01: paints, pigments ("oils", "acrylic")
 # artistic_movement.n.01, artistic_style.n.01, architectural_style.n.01: "deco", "rococo", "gothic"
 ART_STYLES = frozenset({8466643, 4929422, 5841351})
@@ -70,7 +71,8 @@ CONTAINER = 3094503  # container.n.01: what things are put in ("a jar", "a baske
 
 _FILES = ("index.noun", "data.noun", "noun.exc", "index.sense")
 # The other parts of speech, read when present, to tell a word from a typo (and verbs for their synonyms).
-_WORD_FILES = ("index.noun", "noun.exc", "index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc", "data.verb")
+_OTHER_PARTS_OF_SPEECH = ("index.verb", "index.adj", "index.adv", "verb.exc", "adj.exc", "adv.exc")
+_WORD_FILES = ("index.noun", "noun.exc", *_OTHER_PARTS_OF_SPEECH, "data.verb")
 OPENED_MIN_PART = 3  # "pillbug" opens to pill bug; a split off letter or two names nothing
 _NOT_ADVERB_FILES = tuple(name for name in _WORD_FILES if "adv" not in name)
 # Inflections of any part of speech, enough to tell an English word from a typo ("kicks", "striped", "wearing").
@@ -254,6 +256,16 @@ class WordNet:
             if any(self._line(name, key) for name in files if name in self._maps):
                 return True
         return False
+
+    def names_kind_of_photograph(self, word: str) -> bool:
+        """Whether a noun sense of the word, a rarer one too, is a kind of photograph (an early process,
+        a picture made with rays): said as how something is shown, that is a look."""
+        return any(PHOTOGRAPH in self.ancestors(sense, 6).keys() - {sense} for sense in self.senses(word))
+
+    def names_only_a_name(self, word: str) -> bool:
+        """Whether WordNet knows the word only as a proper noun (a trade name, a city): never a common
+        word, so to a request it may be any thing the catalog lacks."""
+        return bool(self.senses(word)) and not self.usual_senses(word) and not self.is_word(word, _OTHER_PARTS_OF_SPEECH)
 
     def names_thing(self, word: str) -> bool:
         """Whether the word's usual noun sense is a specific drawable thing: a physical object at least

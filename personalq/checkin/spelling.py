@@ -5,7 +5,9 @@ word the catalog or the request grammar uses, within a small Damerau-Levenshtein
 when that word is the single closest one (the margin): "tre" becomes tree when tree is the only
 word one edit away, while a word two catalog words are equally near stays as typed, unless only one
 of them differs by a missing or extra letter alone (the commonest slip). Two slips that also change
-the first letter make another word, as typists seldom miss the first letter. An unknown word that
+the first letter make another word, as typists seldom miss the first letter, and a word as near a
+long known word ("whatevr") is that word mistyped. Chat that drops a word's vowels ("ltr") spells
+the one target with those consonants. An unknown word that
 misspells nothing is left alone, so it can still name a subject the catalog lacks.
 """
 
@@ -18,10 +20,18 @@ from rapidfuzz.distance import DamerauLevenshtein, Indel
 from rapidfuzz.process import extract
 
 _WORD = re.compile(r"[A-Za-z]+")
+_VOWEL = re.compile(r"[aeiou]")
 _COMPOUND = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 MIN_LENGTH = 3
+LONG_KNOWN_LENGTH = 6  # a known word this long ("whatever") is one a typo may be of, too
 CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
 DIMINUTIVE_ENDINGS = ("ies", "ie", "ey", "y", "o")  # "walrie" for walrus: a clipped word with a pet ending
+
+
+def _skeleton(word: str) -> str:
+    """The first letter, then the consonants with doubled letters once: "letter" -> "ltr"."""
+    rest = _VOWEL.sub("", word[1:])
+    return word[0] + re.sub(r"(.)\1+", r"\1", rest)
 
 
 def max_edits(word: str) -> int:
@@ -37,8 +47,10 @@ class Speller:
         self._weak = {w.lower() for w in weak}
         self._target_set = set(self.targets)
         self._known = self._target_set | {k.lower() for k in known}
+        self._long_known = sorted(k for k in self._known - self._target_set if len(k) >= LONG_KNOWN_LENGTH)
         self.is_word = is_word
         self._cache: dict[str, str | None] = {}
+        self._skeletons: dict[str, list[str]] | None = None  # `_skeleton` of each target, built on first need
 
     def correct_word(self, word: str) -> str | None:
         """The target word `word` misspells, or None."""
@@ -47,7 +59,7 @@ class Speller:
             return self._cache[key]
         found = None
         if len(key) >= MIN_LENGTH and key not in self._known and not (self.is_word and self.is_word(key)):
-            found = self._nearest(key) or self._clipped(key)
+            found = self._nearest(key) or self._clipped(key) or self._unvowelled(key)
         self._cache[key] = found
         return found
 
@@ -64,6 +76,8 @@ class Speller:
         word, distance, _ = tied[0]
         if distance > 1 and word[0] != key[0]:  # two slips and another first letter: another word, no typo
             return None
+        if extract(key, self._long_known, scorer=DamerauLevenshtein.distance, score_cutoff=distance, limit=1):
+            return None  # "whatevr": as near a long known word ("whatever") as a target, so no typo of the target
         return word if distance < len(key) - 1 else None
 
     def _short_typo(self, key: str, word: str) -> bool:
@@ -77,6 +91,18 @@ class Speller:
             if len(longer) == 1:
                 return longer[0]
         return None
+
+    def _unvowelled(self, key: str) -> str | None:
+        """"ltr", "typwrtr": chat drops a word's vowels after the first letter, and its doubled
+        letters; the one target that leaves exactly these letters so is the word meant."""
+        if len(key) < MIN_LENGTH or _VOWEL.search(key, 1):
+            return None
+        if self._skeletons is None:
+            self._skeletons = {}
+            for target in self.targets:
+                self._skeletons.setdefault(_skeleton(target), []).append(target)
+        found = self._skeletons.get(key, [])
+        return found[0] if len(found) == 1 else None
 
     def joined(self, text: str) -> str:
         """Two typed words that together spell one target word ("tree house") as that word, unless

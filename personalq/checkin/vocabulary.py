@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import os
 import re
 from collections import defaultdict
@@ -21,7 +22,7 @@ import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from personalq.checkin.lexicon import ART_FORMS, ORGANISM, PERSON, PHYSICAL_ENTITY, PLACES, WordNet, verb_stems, word_forms, wordnet
-from personalq.checkin.spelling import Speller
+from personalq.checkin.spelling import LONG_KNOWN_LENGTH, Speller
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -36,13 +37,14 @@ DOMAIN_WORDS = frozenset(
 # word ("rope"), and none of them names anything. A hand list: no package ships English chat slang.
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
-    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil just outta smth sth gimme whichever "
+    "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil smol just outta smth sth gimme whichever "
     "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt".split()  # "ive", "isnt": no apostrophe typed
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
 # the card shows and never name a subject of their own. A hand list, for the reason above.
 STAND_IN_WORDS = frozenset("guy guys dude dudes fella fellas buddy lad chap bloke".split())
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | DOMAIN_WORDS | CHAT_WORDS | STAND_IN_WORDS
+_LONG_STOP_WORDS = frozenset(w for w in STOP_WORDS if len(w) >= LONG_KNOWN_LENGTH)  # "whatever", "checkpoint"
 
 # Each attribute's terms and an unknown word are embedded inside one sentence template, which
 # separates true synonyms ("kitty", "manga") from mere neighbours ("giraffe" for horse) far better
@@ -327,6 +329,12 @@ class CatalogVocabulary:
         hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
         return hits[0] if len(hits) == 1 else None
 
+    def names_look_by_name(self, word: str) -> bool:
+        """Whether a leftover word said as how something is shown ("as a <word>", "a <word> of the
+        <subject>") names a look: a name WordNet lacks or knows only as a brand (`names_unknown`), or a
+        kind of photograph. Without WordNet none does."""
+        return self.names_unknown(word) or self.lexicon is not None and self.lexicon.names_kind_of_photograph(word)
+
     def names_art_form(self, word: str) -> bool:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
@@ -342,7 +350,7 @@ class CatalogVocabulary:
         """Two two-word names that agree in one word and whose other words are nouns WordNet knows
         apart name two kinds of thing, whatever MiniLM says: of one head noun (or its synonym), a film
         poster is no circus poster, a game room no music room, an oak grove no elm wood; of one
-        modifier, a straw man is no straw hat where WordNet knows one of them as one noun and MiniLM
+        modifier, a straw man is no straw hat and a tin drum no tin bell where MiniLM
         does not put the two as one (a coffee maker is a coffee machine), though one place may go by
         two heads (a taxi rank is a taxi stand). Modifiers that are no nouns may say one thing twice
         (leaded and painted glass), and one a card of the term describes says what it is made of
@@ -353,8 +361,7 @@ class CatalogVocabulary:
             return False
         if self._kin(mine[1], theirs[1]):
             other = 0
-        elif attribute == "subject" and norm(mine[0]) == norm(theirs[0]) and (self.is_compound(phrase) or self.is_compound(label)) \
-                and not self._one_thing(phrase, label):
+        elif attribute == "subject" and norm(mine[0]) == norm(theirs[0]) and not self._one_thing(phrase, label):
             other = 1
         else:
             return False
@@ -523,20 +530,24 @@ class CatalogVocabulary:
 
     def names_unknown(self, word: str) -> bool:
         """Whether a word may be the name of a craft, brand or thing the catalog lacks ("a kendama"),
-        or a misspelling of one ("elefant"): WordNet knows no form of it, it is no chat
+        or a misspelling of one ("elefant"): WordNet knows no form of it (or knows it only as a
+        trade name or a city), it is no chat
         shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
         its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
-        correct ("memfis"; a misspelling keeps about the word's length and its first letter: three letters
-        more, or another first letter, make another word).
+        correct ("memfis") or of a long word of the request grammar ("whatevr", "whichevs"; a
+        misspelling keeps about the word's length and its first letter: three letters more, or
+        another first letter, make another word).
         Without WordNet no word is."""
-        if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH or self.lexicon.is_word(word):
+        if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH \
+                or self.lexicon.is_word(word) and not self.lexicon.names_only_a_name(word):
             return False
         if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
             return False
         if word.endswith("in") and (word + "g" in STOP_WORDS or self.lexicon.is_word(word + "g")):
             return False
         return not any(abs(len(word) - len(part)) <= MISSPELLING_LENGTH_GAP and part[0] == word[0]
-                       and difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO for _, key in self._term_list for part in key)
+                       and difflib.SequenceMatcher(None, word, part).ratio() >= MISSPELLING_RATIO
+                       for part in itertools.chain((part for _, key in self._term_list for part in key), _LONG_STOP_WORDS))
 
     def _near_style_anchor(self, phrase: str) -> bool:
         if self.embedder is None:
@@ -621,8 +632,23 @@ class CatalogVocabulary:
             found = None
         if found is None:
             found = self._categories_below(phrase) or self._by_head_noun(phrase) or self._by_first_word(phrase)
+        if not closed and found is not None and found[0] == "subject" and self._filed_elsewhere(phrase, found[1]):
+            found = None
         self._word_cache[phrase] = found
         return found
+
+    def _filed_elsewhere(self, phrase: str, key: tuple[str, ...]) -> bool:
+        """A word WordNet knows names no subject whose cards go by other names WordNet knows, each a
+        sibling of the word (`_siblings`), whatever MiniLM or a shared head noun says: a "lynx" is no
+        gopher, though its cards also call it a marsh lynx. With no such other name, a word of the
+        subject's name names it ("letter" for a love letter)."""
+        if self.lexicon is None or " " in phrase or not self.lexicon.usual_senses(phrase):
+            return False
+        ids = self.terms["subject"].get(key, set())
+        labels = {self.labels[("subject", k)] for k, other in self.terms["subject"].items() if other & ids}
+        known = [label for label in labels
+                 if phrase not in label.split() and self.lexicon.senses(label.replace(" ", "_").replace("-", "_"))]
+        return bool(known) and all(self._siblings(phrase, label, "subject") for label in known)
 
     def _outside_category(self, phrase: str, key: tuple[str, ...]) -> bool:
         """A sub-type broader than its category ("vehicle" on cards of cars) takes a word only if the
