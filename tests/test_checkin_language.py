@@ -1972,8 +1972,9 @@ def test_a_narrow_word_is_no_subject_whose_cards_wordnet_files_elsewhere(tmp_pat
     animals = checkin_over([{**card, "subject_types": ["capybara", "swamp hamster"]},
                             {**card, "id": "capybara-2", "triggers": ["<capybara-2>"], "subject_types": ["capybara", "swamp hamster"],
                              "style_tags": ["pastel"], "created_at": "2024-02-01T12:00:00Z", "version": 2}], tmp_path_factory, "swamp")
-    result = animals.ask("my hamster", now=NOW)
-    assert result.action == "no_match" and "hamster" in result.reason, result.reason
+    for text in ("my hamster", "the golden hamster"):  # a word, or a compound WordNet knows
+        result = animals.ask(text, now=NOW)
+        assert result.action == "no_match" and "hamster" in result.reason, (text, result.reason)
     assert animals.ask("the swamp hamster", now=NOW).action == "clarify"
     assert animals.ask("the animal", now=NOW).action == "clarify"
 
@@ -2016,3 +2017,25 @@ def test_the_start_of_a_style_right_after_the_subject_is_that_style(tmp_path_fac
 def test_a_brand_or_a_kind_of_photograph_is_a_look_the_catalog_lacks(checkin, text):
     result = checkin.ask(text, now=NOW)
     assert result.action == "no_match" and re.search(r"polaroid|daguerreotype", result.reason), (text, result.action, result.reason)
+
+
+def test_a_compound_for_a_kind_the_catalog_lacks_and_the_usual_one(tmp_path_factory):
+    """"the pup tent": WordNet's compound names a tent, so its first word is no synonym of the puppy;
+    "the usual" is the one used most."""
+    puppies = checkin_over([entry("puppy-1", "puppy", "batik", "quay", "2024-01-01T12:00:00Z", "A puppy asleep on a quay.", 1, 3),
+                            entry("puppy-2", "puppy", "pastel", "meadow", "2024-02-01T12:00:00Z", "A puppy in a meadow.", 2, 9)],
+                           tmp_path_factory, "pup")
+    result = puppies.ask("the pup tent", now=NOW)
+    assert result.action == "no_match" and "pup tent" in result.reason, result.reason
+    selects(puppies, "the pup on the quay", "puppy-1")
+    selects(puppies, "the usual", "puppy-2")
+
+
+@pytest.mark.parametrize("text, action, expected", [
+    ("the oldest one i never used", "select", {"kite-3"}),        # never used has no use date: the oldest made
+    ("anything, long as its a walrus", "no_match", {"walrus"}),   # "as" left out of "as long as"
+    ("whatever, but make it charcoal", "no_match", {"charcoal"}),  # a medium after "make it" or "has to be"
+    ("any of them, it has to be charcoal", "no_match", {"charcoal"}),
+])
+def test_phrasings_the_forty_eighth_session_batches_showed(checkin, text, action, expected):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), action, expected)

@@ -55,9 +55,9 @@ _NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besid
 _ANY_BUT_ORDER = re.compile(r"\bany(?:thing|one)?\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest", "anything but the 1st"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:the|my|our)\s+usual(?!\s+(?:images?|samples?|pics?|pictures?|photos?|shots?|stuff|way|style|place))|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
-                        re.I)  # "do i reach for most", "the one i use way more than the others"
+                        re.I)  # "do i reach for most", "the one i use way more than the others", "the usual"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?!\s+once)(?:\s+often)?|(?:rarely|barely|hardly|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touch(?:ed)?|open(?:ed)?)|"
                          r"(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?less\s+than\s+(?:the\s+)?(?:others|rest))\b", re.I)
 _NEVER_USED = re.compile(r"\b(?:(?:never|not\s+yet|not\s+ever|haven'?t|have\s+not|hasn'?t|didn'?t|not)\s+(?:\w+\s+)?(?:used|tried|use|run|ran|touched|opened)(?:\s+yet)?|"
@@ -314,7 +314,7 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
 # parrot", "whatever, maybe a parrot", "anything, as long as its a parrot": a
 # subject named after what is drawn ("the one with googly eyes" names a detail of a card).
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|smth|sth)\s+(?:\w+\s+)?w(?:ith)?|(?<!the\s)one\s+with|"
-                       r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|as\s+long\s+as\s+it(?:s|['’]s|\s+is)|"
+                       r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|(?:as\s+)?long\s+as\s+it(?:s|['’]s|\s+is)|"
                        r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
@@ -332,7 +332,8 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 # cannot place, and a no-match would then hide the checkpoint the rest of the request names.
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
 _OF_THE = re.compile(r"\s+of\s+(?:(?:the|a|an|my|that|this)\s+)?", re.I)
-_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of))\s+$", re.I)  # "chair painted in oils", "the lynx in charcoal", "made of clay": no article before a medium
+# "chair painted in oils", "the lynx in charcoal", "made of clay", "make it charcoal", "it has to be charcoal": no article before a medium
+_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of)|make\s+it|(?:has|have|needs?)\s+to\s+be|must\s+be)\s+$", re.I)
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -384,14 +385,14 @@ def _described_photo(intent: Intent, vocabulary: CatalogVocabulary) -> None:
     """A description word said of a photograph ("the old photo of my <subject>") is either the card's
     own word (a card that reads "an old <process>") or the look of the catalog's photo style: which of
     a catalog's styles are old kinds of photograph, WordNet cannot tell, so a card with either fits."""
-    hit = vocabulary.similar("photo")
-    if hit is None or hit[0] != "style":
-        return
-    looks = {w for w in hit[1] if w in vocabulary.cue_words}  # the style's own words its cards say
-    for i, c in enumerate(intent.constraints):
-        photo = c.attribute == "cue" and isinstance(c.value, str) and _PHOTO_AFTER.match(intent.text, c.end)
-        if photo and looks and not any(o.start < photo.end() and c.end < o.end for o in intent.constraints if o is not c):
-            intent.constraints[i] = replace(c, value=frozenset({c.value, *looks}), words=intent.text[c.start:photo.end()], end=photo.end())
+    said = [(i, photo) for i, c in enumerate(intent.constraints) if c.attribute == "cue" and isinstance(c.value, str)
+            and (photo := _PHOTO_AFTER.match(intent.text, c.end))
+            and not any(o.start < photo.end() and c.end < o.end for o in intent.constraints if o is not c)]
+    hit = vocabulary.similar("photo") if said and vocabulary.terms["style"] else None
+    looks = {w for w in hit[1] if w in vocabulary.cue_words} if hit and hit[0] == "style" else set()  # the style's own words its cards say
+    for i, photo in said if looks else ():
+        c = intent.constraints[i]
+        intent.constraints[i] = replace(c, value=frozenset({c.value, *looks}), words=intent.text[c.start:photo.end()], end=photo.end())
 
 
 def _named_as_look(scan: _Scan, tok: Token, subject: Constraint | None, vocabulary: CatalogVocabulary) -> bool:
@@ -819,7 +820,8 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
         dated_use = any(c.attribute == "used" for c in intent.constraints)
         if dated_use and word == "last" and re.match(r"\s+(?:used|ran|run|touched|opened|had\s+(?:it\s+)?out)\b", text[m.end():], re.I):
             continue  # "the ones i last used in april": when they were used, no order among them
-        by_use = _USE_WORDS.search(text) and not dated_use
+        never = any(c.attribute == "never_used" and not c.excluded for c in intent.constraints)  # "the oldest one i never used": made
+        by_use = _USE_WORDS.search(text) and not dated_use and not never
         intent.order = ("used" if by_use else "created", "max" if word.startswith(_NEWEST) else "min")
         intent.order_words = m.group(0)
         take(m.start(), m.end())
@@ -956,7 +958,7 @@ def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:
 
 _ANYTHING_BEFORE = re.compile(r"\b(?:anything|something|smth|stuff)\s+$", re.I)
 _DETAIL_BEFORE = re.compile(r"\b(?:with|w/?|holding|wearing|and)\s+(?:(?:the|a|an|some|its|his|her)\s+)?$", re.I)
-_AS_X_AS = re.compile(r"\bas\s+(long|soon|good|far|well|much)\s+as\b", re.I)
+_AS_X_AS = re.compile(r"\b(?:as\s+)?(long|soon|good|far|well|much)\s+as\b", re.I)  # "(as) long as it's blue"
 _COLOURED = re.compile(r"colou?r(?:ed)?", re.I)
 
 
@@ -1058,9 +1060,12 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
                     and vocabulary.other_kind_of_term(f"{toks[pair[0]].key} {toks[pair[1]].key}", p[1], p[2]):
                 other_kinds[p] = pair
     proposals = [p for p in proposals if p not in other_kinds]
-    for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then
+    for a, b in compounds:  # a compound for a kind the catalog lacks: its last word alone names no term then, nor its
+        # first a subject WordNet tells the compound from (a turbine driven by the wind is no mill driven by it)
         whole = vocabulary.similar(f"{toks[a].text} {toks[b].text}".lower())
-        proposals = [p for p in proposals if not (p[3] == (b,) and (whole or ())[:2] != p[1:3])]
+        compound = f"{toks[a].key} {toks[b].key}"
+        proposals = [p for p in proposals if not ((p[3] == (b,) or p[3] == (a,) and p[1] == "subject" and vocabulary.tells_apart(compound, p[1], p[2]))
+                                                  and (whole or ())[:2] != p[1:3])]
     scan.modifiers |= cues
     resolved: set[int] = set()
     deferred = []

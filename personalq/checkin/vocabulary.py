@@ -329,6 +329,11 @@ class CatalogVocabulary:
         hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
         return hits[0] if len(hits) == 1 else None
 
+    def tells_apart(self, phrase: str, attribute: str, key: object) -> bool:
+        """Whether WordNet knows the phrase and the term as nouns and neither as the other or a kind of it
+        (`_siblings`); a term of alternatives is never told apart."""
+        return isinstance(key, tuple) and self._siblings(phrase, self.labels[(attribute, key)], attribute)
+
     def names_look_by_name(self, word: str) -> bool:
         """Whether a leftover word said as how something is shown ("as a <word>", "a <word> of the
         <subject>") names a look: a name WordNet lacks or knows only as a brand (`names_unknown`), or a
@@ -642,7 +647,7 @@ class CatalogVocabulary:
         sibling of the word (`_siblings`), whatever MiniLM or a shared head noun says: a "lynx" is no
         gopher, though its cards also call it a marsh lynx. With no such other name, a word of the
         subject's name names it ("letter" for a love letter)."""
-        if self.lexicon is None or " " in phrase or not self.lexicon.usual_senses(phrase):
+        if self.lexicon is None or not self.lexicon.usual_senses(phrase.replace(" ", "_")):  # a compound WordNet knows too
             return False
         ids = self.terms["subject"].get(key, set())
         labels = {self.labels[("subject", k)] for k, other in self.terms["subject"].items() if other & ids}
