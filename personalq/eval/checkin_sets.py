@@ -39,8 +39,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `maes`, `rhyd`, `waun`, `ruadh`, `garbh`, `sgiath`, `hendre`, `pistyll`, `rhiw`, `carreg`, `bwlchau`, `tomen`,
 `corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair`, `arenig`, `preseli`, `mawddach`,
 `dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd`, `cowlyd`, `llydaw`,
-`glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog`, `clwyd`, `arddu`, `cynwch`, `nadroedd` and `nantcol`;
-read freely,
+`glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog`, `clwyd`, `arddu`, `cynwch`, `nadroedd`, `nantcol`,
+`cregennan`, `bugeilyn`, `morwynion` and `dywarchen`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -57,7 +57,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "pistyll", "rhiw", "carreg", "bwlchau", "tomen", "corsydd", "dolydd", "pantiau", "nantlle", "rhosydd",
                   "clegyr", "elidir", "cadair", "arenig", "preseli", "mawddach", "dysynni", "siabod", "cribyn", "migneint",
                   "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd", "llydaw", "glaslyn", "alwen", "brenig",
-                  "gwynant", "mymbyr", "hiraethog", "clwyd", "arddu", "cynwch", "nadroedd", "nantcol")
+                  "gwynant", "mymbyr", "hiraethog", "clwyd", "arddu", "cynwch", "nadroedd", "nantcol",
+                  "cregennan", "bugeilyn", "morwynion", "dywarchen")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -89,7 +90,8 @@ over the two catalogs, `sceilg`, `inish` and `kyle`, then 408 over the two catal
 catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirionydd`, `padarn` and `peris`; 287 in session
 47 over atelier, `cwmorthin` and `claerwen`, then 288 over atelier, `celyn` and `tegid`, then 468 over the two catalogs,
 `trawsfynydd` and `elan`, then 446 over atelier, `dyfi` and `ceiriog`; 548 in session 48 over atelier, `edno` and `gadr`,
-then 525 over atelier, `bodlyn` and `hywel`); like test, only
+then 525 over atelier, `bodlyn` and `hywel`, then 590 over atelier, `caerwych` and `conwy`, then 491 over atelier,
+`gwernan` and `tecwyn`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -106,7 +108,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "ffos", "clogwyn", "ceunant", "llethr", "gweunydd", "bryniau", "moelfre", "cwmwd", "glyder", "tryfan",
                     "carnedd", "rhinog", "moelwyn", "cnicht", "pumlumon", "berwyn", "hebog", "eifionydd", "mignedd", "ogwen",
                     "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris", "cwmorthin", "claerwen", "celyn", "tegid",
-                    "trawsfynydd", "elan", "dyfi", "ceiriog", "edno", "gadr", "bodlyn", "hywel")
+                    "trawsfynydd", "elan", "dyfi", "ceiriog", "edno", "gadr", "bodlyn", "hywel",
+                    "caerwych", "conwy", "gwernan", "tecwyn")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
