@@ -154,6 +154,15 @@ def test_a_dropped_letter_breaks_a_tie_and_a_hyphened_word_stays_whole():
     assert hyphened.correct("a kart") == "a art"
 
 
+def test_a_word_spelt_as_it_sounds_or_without_its_vowels_is_the_one_target_so_sounded():
+    from personalq.checkin.spelling import Speller
+
+    speller = Speller(["photographer", "parlour", "satin"], [], None)
+    assert speller.correct_word("fotografer") == "photographer"  # "ph" spelt "f": two slips and another first letter
+    assert speller.correct_word("parlr") == "parlour"            # two vowels dropped from a short word
+    assert speller.correct_word("sittin") is None                # a doubled letter the target lacks: another word
+
+
 @pytest.mark.parametrize("text, named", [("my narwhal", "narwhal"), ("a walrus", "walrus"), ("the narwhal, batik style", "narwhal"),
                                          ("a fresco of my kite", "fresco"), ("pencil sketch of the ocarina", "sketch"),
                                          ("a 3d render of my kite", "3d render"), ("line art ocarina", "line art"),
@@ -1467,7 +1476,7 @@ def test_this_past_week_is_the_week_up_to_now():
     ("excavator", "batik", "the digger on the quay", "select", {"lamp-1"}),  # the machine, though "excavator" names a workman first
     ("hermit crab", "batik", "the crab on the quay", "select", {"lamp-1"}),  # the compound's last word, its WordNet sibling
     ("lamp", "batik", "the spectacles on the quay", "no_match", {"spectacles"}),  # a thing only in the plural
-    ("lamp", "memphis design", "the lamp in memfis style", "clarify", {"lamp-1", "lamp-2"}),  # a misspelling, no other craft
+    ("lamp", "memphis design", "the lamp in memfis style", "select", {"lamp-1"}),  # spelt as it sounds: the style
 ])
 def test_names_and_short_words_of_one_card(tmp_path_factory, subject, style, message, action, expected):
     """A creature before a style's head noun is what is drawn; a single letter is a word of its own; a
@@ -1559,6 +1568,10 @@ def test_a_two_word_term_typed_as_one_word_is_that_term(tmp_path_factory):
     (("something on the quay", "nah, show me what i have in gouache"), "clarify", {"kite-2", "ocarina-1"}),  # the question turned down
     (("kite v1", "same but the gouache one"), "select", {"kite-2"}),            # the style names another version
     (("a corduroy kite",), "no_match", {"corduroy"}),                           # a fabric, though a log road too
+    (("the kite that isn't batik, on the quay",), "select", {"kite-3"}),        # a place after a comma is asked for
+    (("kite except the batik one and the one out on the quay",), "select", {"kite-2"}),  # the list goes on
+    (("anything but make it pastel",), "select", {"kite-3"}),                   # "but" before a verb rules nothing out
+    (("anything, as long as its charcoal",), "no_match", {"charcoal"}),         # a medium asked for
 ])
 def test_phrasings_the_forty_sixth_to_fifty_second_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
@@ -1568,6 +1581,10 @@ def test_phrasings_the_forty_sixth_to_fifty_second_stranger_batches_showed(check
     ("gouache", "water meadow", "A lamp.", ("the lamp in watercolor",), "no_match", {"watercolor"}),  # no form of "water"
     ("gouache", "candy store", "A lamp.", ("the candy shop ones",), "clarify", {"lamp-1", "lamp-2"}),
     ("linocut", "quay", "A lamp.", ("the lamp in lino",), "select", {"lamp-1"}),       # the style's clipped name
+    ("boston design", "quay", "A lamp.", ("the lamp in boston style",), "select", {"lamp-1"}),  # a style less its kind, a city too
+    ("goldleaf", "quay", "A lamp.", ("the lamp, not the gold one",), "select", {"lamp-2"}),  # the start of a style, "the ... one"
+    ("plasterwork", "quay", "A lamp.", ("lamp number 2", "hmm the plaster one instead"), "select", {"lamp-1"}),  # no thing of its own
+    ("batik", "quay", "A lamp in ice.", ("the icy lamp",), "select", {"lamp-2"}),  # a short "-y" word for a card's noun
     ("batik", "quay", "A lamp of shell pieces.", ("a batik piece",), "select", {"lamp-1"}),  # an artwork, no description word
     ("batik", "quay", "A lamp print on a wall.", ("a batik print",), "select", {"lamp-1"}),  # the style's medium noun
     ("batik", "quay", "A lamp.", ("the lamp i haven't used at all this year",), "select", {"lamp-1"}),
@@ -1595,6 +1612,7 @@ def test_christmas_day_is_a_date():
      ("the batik lamp", "same style but a different animal"), "newt-1"),
     # "a batik print" adds no description word, but where paintings are a subject, "the batik artwork" names one
     ((("painting-1", "painting", "batik"), ("lamp-1", "lamp", "batik")), ("the batik artwork",), "painting-1"),
+    ((("saluki-1", "saluki", "batik"), ("lamp-1", "lamp", "batik"), ("wren-1", "wren", "pastel")), ("the doggo on the quay",), "saluki-1"),  # a pet form of a broader word
 ])
 def test_phrasings_over_a_few_cards_the_forty_sixth_to_fifty_second_batches_showed(tmp_path_factory, cards, messages, expected):
     things = checkin_over([entry(id, subject, style, "quay", f"2024-0{n + 1}-01T12:00:00Z", f"A {subject}.", 1, 0)
@@ -1664,8 +1682,28 @@ def test_the_number_of_training_images_is_the_one_a_description_writes(tmp_path_
     selects(things, "my lamp with 12 pics", "lamp-3")
 
 
+def test_one_typed_after_a_look_is_no_version(tmp_path_factory):
+    things = checkin_over([entry("lamp-1", "lamp", "batik", "quay", "2024-01-01T12:00:00Z", "A lamp.", 1, 0),
+                           entry("lamp-2", "lamp", "low-poly", "quay", "2024-02-01T12:00:00Z", "A lamp.", 2, 0)], tmp_path_factory, "look-one")
+    selects(things, "the lamp, the low poly 1", "lamp-2")
+
+
 def test_last_night_is_yesterday():
     test_fixed_holidays_are_dates("the one i used last night", "2025-06-29", "2025-06-30")
+
+
+@pytest.mark.parametrize("text, now, found", [
+    ("i want to draw something tonight", NOW, False),               # noon: the evening to come
+    ("a picture for tonight", "2025-06-30T21:00:00+00:00", False),  # "for": when the picture is wanted
+    ("a picture for today", NOW, False),
+    ("the one i made tonight", "2025-06-30T21:00:00+00:00", True),  # the evening has begun
+    ("the one from this evening", "2025-06-30T19:00:00+00:00", True),
+    ("the one i made today", NOW, True),
+])
+def test_a_time_still_to_come_is_when_the_picture_is_wanted(text, now, found):
+    from personalq.checkin.timewords import find_time_phrases
+
+    assert bool(find_time_phrases(text, datetime.fromisoformat(now))) == found
 
 
 @pytest.mark.parametrize("cards, messages, action, expected", [

@@ -290,6 +290,8 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         if vocabulary.names_art_form(tok.key) and any(c.attribute == "style" and c.end >= 0 and not scan.text[c.end:tok.start].strip(" -")
                                                       for c in intent.constraints):
             continue  # "the watercolor print": the style's own noun, no subject
+        if _the_word_one(scan.text, tok) and vocabulary.style_clipped_to(tok.key):
+            continue  # "the plaster one" where a style starts so: that style (`_absent_style`)
         # "my peacok", "froggy"; "spectacles", a thing only in the plural typed
         thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key) \
             or (tok.key if vocabulary.names_unknown(tok.key) and (_HEAD_END.match(scan.text, tok.end) or _ONE_AFTER_NAME.match(scan.text, tok.end))
@@ -302,6 +304,11 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             _add(intent, ("unknown", f"{pair[0].key} {tok.key}"), pair, exact=True)
             return
         passed.add(j)
+
+
+def _the_word_one(text: str, tok: Token) -> bool:
+    """"the gold one": one word alone names the one meant ("the cobalt blue one" names a colour)."""
+    return bool(_ONE_AFTER_NAME.match(text, tok.end) and _THE_BEFORE.search(text, 0, tok.start))
 
 
 def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
@@ -333,7 +340,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
 _OF_THE = re.compile(r"\s+of\s+(?:(?:the|a|an|my|that|this)\s+)?", re.I)
 # "chair painted in oils", "the lynx in charcoal", "made of clay", "make it charcoal", "it has to be charcoal": no article before a medium
-_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of)|make\s+it|(?:has|have|needs?)\s+to\s+be|must\s+be)\s+$", re.I)
+_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of)|make\s+it|(?:has|have|needs?)\s+to\s+be|must\s+be|long\s+as\s+it(?:s|['’]s|\s+is))\s+$", re.I)
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
@@ -415,8 +422,8 @@ def _absent_style(intent: Intent, scan: _Scan, unknown: list[int], vocabulary: C
         medium = _MEDIUM_AFTER.match(scan.text, tok.end)
         depicted_as = (_AS_A.search(scan.text[:tok.start]) or _STYLE_AFTER.match(scan.text, tok.end)) and vocabulary.looks_like_style(tok.key)
         after_in = _IN_MEDIUM.search(scan.text[:tok.start])
-        # "water painting", "in lino", "<subject> lino": the style
-        clipped = vocabulary.style_clipped_to(tok.key) if medium or after_in or j in right_after else None
+        # "water painting", "in lino", "<subject> lino", "the gold one": the style
+        clipped = vocabulary.style_clipped_to(tok.key) if medium or after_in or j in right_after or _the_word_one(scan.text, tok) else None
         in_medium = after_in and (clipped or vocabulary.names_medium(tok.key) or vocabulary.medium_meant_by(tok.key)  # "in wotercolor"
                                   or vocabulary.names_unknown(tok.key)  # a craft's own name
                                   or vocabulary.names_art_style(tok.key)  # "in dadaism"
@@ -617,14 +624,16 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
 
 
 # A negation up to three words (and a place preposition) before a term, hyphen included ("isnt photo-real")
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
+_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but(?!\s+(?:make|do|it|it['’]?s|has|have|must|should|needs?)\b)|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?[\s-]*$", re.I)
-# "except cartoon or pixel", "except the lake ones and the X", "not in the X or down the Y"; not
+# "except cartoon or pixel", "except the lake ones and the X", "not in the X or down the Y", "and the
+# one out on the X"; not
 # "not the watercolor one, the realistic X"
-_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*"
+_COORDINATION = re.compile(r"\s*(?:,|/|(?:ones?\s*)?,?\s*(?:or|nor|and))\s*(?:the\s+ones?\s+(?:(?:out|up|down|over|back)\s+)?)?"
                            r"(?:(?:in|at|on|by|near|under|down|up|inside|from)\s+)?(?:(?:the|a|an)\s+)?$", re.I)
 _COMMA_THE = re.compile(r"\s*,\s*(?:the|a|an)\s+", re.I)
+_COMMA_PLACE = re.compile(r"\s*,\s*(?:in|at|on|by|near|under|inside)\s+(?:(?:the|a|an)\s+)?", re.I)
 _WHEN = frozenset({"created", "used", "version", "never_used"})  # when made or used, and which version: no look
 _EXCLUDABLE = frozenset({"subject", "style", "environment", "cue", "version", "created", "used", "never_used", "unknown"})
 
@@ -671,10 +680,11 @@ def _with_exclusions(text: str, constraints: list[Constraint]) -> list[Constrain
         if c.attribute in _EXCLUDABLE and c.start >= 0:
             between = text[previous.end:c.start] if previous is not None else ""
             # (a bare comma lists looks, or dates: "not watercolor, from 2024" asks for 2024)
-            # ("not by the wharfside, the inky one": after a comma, "the" names a look of another kind anew)
+            # ("not by the wharfside, the inky one": after a comma, "the" names a look of another kind anew;
+            # "not <look>, in the <place>": a place after a comma is asked for)
             listed = previous is not None and previous.excluded and _COORDINATION.fullmatch(between) and (
                 (c.attribute in _WHEN) == (previous.attribute in _WHEN) or re.search(r"\b(?:or|nor|and)\b", between)) \
-                and not (_COMMA_THE.fullmatch(between) and c.attribute != previous.attribute)
+                and not (_COMMA_THE.fullmatch(between) and c.attribute != previous.attribute) and not _COMMA_PLACE.fullmatch(between)
             if listed or c.start > skip and _negated(text, skip, previous, c):
                 c = replace(c, excluded=True)
         out.append(c)
@@ -754,7 +764,9 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for pattern, numeral in ((_TRAILING_NUMBER, int), (_ROMAN, _ROMAN_VALUES.get)):
         for m in pattern.finditer(text):
             word = re.search(r"(\w+)\W*$", text[:m.start(1)])
-            look = m.group(1) == "1" and (vocabulary.exact((norm(word.group(1)),)) or ("subject",))[0] != "subject" if word else False
+            key = norm(word.group(1)) if word else ""
+            look = bool(word) and m.group(1) == "1" and (vocabulary.exact((key,)) or vocabulary.similar(key)
+                                                         or (("style",) if vocabulary.style_clipped_to(key) else ("subject",)))[0] != "subject"
             if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS | _ONE_AFTER \
                     and not look:  # "the watercolor 1": "one" typed after a style or a place, no version
                 intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))
@@ -1151,6 +1163,7 @@ _BEFORE_STYLE = re.compile(r"\s+(?:in|as|with|by)\s+(?:an?\s+|the\s+)?", re.I)  
 # clause word, or a closing "pls" or "thx" ("the lino hen pls": the hen is drawn).
 _HEAD_END = re.compile(r"\s*(?:$|[,.!?;]|(?:in|at|on|by|with|from|of|for|that|which|who|but|except|not)\b|"
                        r"(?:pls|plz|please|thx|thanks|ty)\W*$)", re.I)
+_THE_BEFORE = re.compile(r"\bthe\s+$", re.I)
 _ONE_AFTER_NAME = re.compile(r"\s+ones?\b", re.I)  # "the kendama one": a name before "one" ends its phrase too
 
 

@@ -23,15 +23,23 @@ _WORD = re.compile(r"[A-Za-z]+")
 _VOWEL = re.compile(r"[aeiou]")
 _COMPOUND = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 MIN_LENGTH = 3
+SOUNDED_MIN_LENGTH = 5
 LONG_KNOWN_LENGTH = 6  # a known word this long ("whatever") is one a typo may be of, too
 CLIPPED_MIN_LENGTH = 4  # "photoreal" for photorealistic: a prefix this long of exactly one longer word
 DIMINUTIVE_ENDINGS = ("ies", "ie", "ey", "y", "o")  # "walrie" for walrus: a clipped word with a pet ending
 
 
-def _skeleton(word: str) -> str:
-    """The first letter, then the consonants with doubled letters once: "letter" -> "ltr"."""
+# one spelling for sounds English spells two ways: "elefant", "snak", "kamera"
+_SOUNDS = ((re.compile("ph"), "f"), (re.compile("ck"), "k"), (re.compile("c(?![eiy])"), "k"))
+
+
+def _skeleton(word: str, doubled: bool = False) -> str:
+    """The first letter, then the consonants, each sound spelt one way and doubled letters once
+    (twice with `doubled`): "letter" -> "ltr", "elephant" and "elefant" -> "elfnt"."""
+    for pattern, sound in _SOUNDS:
+        word = pattern.sub(sound, word)
     rest = _VOWEL.sub("", word[1:])
-    return word[0] + re.sub(r"(.)\1+", r"\1", rest)
+    return word[0] + (rest if doubled else re.sub(r"(.)\1+", r"\1", rest))
 
 
 def max_edits(word: str) -> int:
@@ -59,7 +67,7 @@ class Speller:
             return self._cache[key]
         found = None
         if len(key) >= MIN_LENGTH and key not in self._known and not (self.is_word and self.is_word(key)):
-            found = self._nearest(key) or self._clipped(key) or self._unvowelled(key)
+            found = self._nearest(key) or self._clipped(key) or self._sounded_alike(key)
         self._cache[key] = found
         return found
 
@@ -92,17 +100,22 @@ class Speller:
                 return longer[0]
         return None
 
-    def _unvowelled(self, key: str) -> str | None:
-        """"ltr", "typwrtr": chat drops a word's vowels after the first letter, and its doubled
-        letters; the one target that leaves exactly these letters so is the word meant."""
-        if len(key) < MIN_LENGTH or _VOWEL.search(key, 1):
+    def _sounded_alike(self, key: str) -> str | None:
+        """"ltr", "typwrtr", "parlr", "fotografer": chat drops a word's vowels after the first letter,
+        and its doubled letters, and a word is spelt as it sounds; the one target whose consonants
+        sound so is the word meant. A word that keeps vowels is one of `SOUNDED_MIN_LENGTH` letters
+        or more and keeps the target's doubled letters too (two letters where the target has one make another word)."""
+        vowelled = bool(_VOWEL.search(key, 1))
+        if len(key) < (SOUNDED_MIN_LENGTH if vowelled else MIN_LENGTH):
             return None
         if self._skeletons is None:
             self._skeletons = {}
             for target in self.targets:
                 self._skeletons.setdefault(_skeleton(target), []).append(target)
-        found = self._skeletons.get(key, [])
-        return found[0] if len(found) == 1 else None
+        found = self._skeletons.get(_skeleton(key), [])
+        if len(found) != 1 or vowelled and _skeleton(key, doubled=True) != _skeleton(found[0], doubled=True):
+            return None
+        return found[0]
 
     def joined(self, text: str) -> str:
         """Two typed words that together spell one target word ("tree house") as that word, unless

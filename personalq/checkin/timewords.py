@@ -98,7 +98,8 @@ PATTERNS = [
     # "the year before last": the calendar unit two back
     ("before_last", re.compile(rf"\b(?:from\s+|in\s+)?(?:the\s+)?{_UNIT}\s+before\s+last\b", re.I)),
     ("relative", re.compile(rf"\b(?:from\s+|in\s+)?((this|last|past|previous)\s+{_UNIT})\b", re.I)),
-    ("day", re.compile(r"\b(?:from\s+)?(today|tonight|this\s+(?:morning|afternoon|evening)|last\s+night|"
+    # not after "for": "a bear for tonight" is when the picture is wanted
+    ("day", re.compile(r"\b(?<!for\s)(?:from\s+)?(today|tonight|this\s+(?:morning|afternoon|evening)|last\s+night|"
                        r"(?:the\s+)?day\s+before\s+yesterday|yesterday)(?:'s)?\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+|last\s+)?({_WEEKDAY})\b", re.I)),
     # not after a possessive: "in its winter coat" is how the subject looks
@@ -321,6 +322,8 @@ def _alternatives_joined(text: str, found: list[tuple[TimeWindow, int, int]]) ->
     return joined
 
 
+EVENING_HOUR = 18
+_EVENING = re.compile(r"tonight|this\s+evening", re.I)
 _PART_OF_DAY = {"tonight": "today", "this morning": "today", "this afternoon": "today", "this evening": "today", "last night": "yesterday"}
 
 
@@ -402,6 +405,8 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
     if kind == "ago" and (vague := re.match(r"(?:a\s+)?(couple|few)\b", m.group(1), re.I)):
         # "a few days ago", "a couple weeks ago": about so long ago, so anywhere within twice that
         return TimeWindow(words, now - relativedelta(**{_unit(m.group(2)) + "s": 2 * _COUNT_WORDS[vague.group(1).lower()]}), now)
+    if kind == "day" and _EVENING.fullmatch(m.group(1)) and now.hour < EVENING_HOUR:
+        return None  # "make art tonight" before the evening: the evening to come, when no checkpoint was made
     if kind in ("ago", "relative", "day"):
         phrase = m.group(1).lower().replace("past ", "last ").replace("previous ", "last ")
         phrase = _PART_OF_DAY.get(re.sub(r"\s+", " ", phrase), phrase)  # "last night" is yesterday's

@@ -274,7 +274,8 @@ class CatalogVocabulary:
             if adjective is not None:
                 return adjective
         if len(key) < 5:
-            return key
+            short = key[:-1] + "e" if key.endswith("y") and len(key) >= 3 else ""  # "icy" for a card's "ice"
+            return short if short in self.cue_words else key
         for suffix in ("ed", "ing", "y"):
             if key.endswith(suffix):
                 stem = key[: -len(suffix)]
@@ -324,9 +325,11 @@ class CatalogVocabulary:
         return self.names_creature(word) and self.lexicon.is_mainly_noun(word)
 
     def style_clipped_to(self, word: str) -> tuple[str, ...] | None:
-        """The one single-word style whose start the word is ("water" of watercolour), when the word is
-        said before a medium noun ("water painting") or after "in" ("in lino"); a clipped word names nothing elsewhere."""
-        hits = [key for key in self.terms["style"] if len(key) == 1 and len(word) >= 4 and key[0].startswith(word) and key[0] != word]
+        """The one style whose start the word is ("water" of watercolour, a "<word> <kind>" style's first
+        word), when the word is said before a medium noun ("water painting"), after "in" ("in lino") or
+        alone before "one" ("the gold one"); a clipped word names nothing elsewhere."""
+        hits = [key for key in self.terms["style"] if len(word) >= 4 and (
+            len(key) == 1 and key[0].startswith(word) and key[0] != word or len(key) > 1 and key[0] == word)]
         return hits[0] if len(hits) == 1 else None
 
     def tells_apart(self, phrase: str, attribute: str, key: object) -> bool:
@@ -539,7 +542,7 @@ class CatalogVocabulary:
         trade name or a city), it is no chat
         shorthand ("idc": those are short), no "-y" slang made from a word ("trippy"), no word with
         its final "g" dropped ("somethin"), and no misspelling of a catalog word too far gone to
-        correct ("memfis") or of a long word of the request grammar ("whatevr", "whichevs"; a
+        correct ("gwache") or of a long word of the request grammar ("whatevr", "whichevs"; a
         misspelling keeps about the word's length and its first letter: three letters more, or
         another first letter, make another word).
         Without WordNet no word is."""
@@ -639,6 +642,9 @@ class CatalogVocabulary:
             found = self._categories_below(phrase) or self._by_head_noun(phrase) or self._by_first_word(phrase)
         if not closed and found is not None and found[0] == "subject" and self._filed_elsewhere(phrase, found[1]):
             found = None
+        if found is None and self.lexicon is not None and (noun := self.lexicon.pet_form_of(phrase)):
+            found = self.similar(noun)  # a pet form names what its noun names
+            found = found if found is not None and found[0] == "subject" else None
         self._word_cache[phrase] = found
         return found
 
