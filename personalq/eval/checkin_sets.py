@@ -40,7 +40,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `corsydd`, `dolydd`, `pantiau`, `nantlle`, `rhosydd`, `clegyr`, `elidir`, `cadair`, `arenig`, `preseli`, `mawddach`,
 `dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd`, `cowlyd`, `llydaw`,
 `glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog`, `clwyd`, `arddu`, `cynwch`, `nadroedd`, `nantcol`,
-`cregennan`, `bugeilyn`, `morwynion` and `dywarchen`; read freely,
+`cregennan`, `bugeilyn`, `morwynion`, `dywarchen`, `barfog`, `eiddew`, `cwmffynnon`, `dwythwch`, `alaw`, `clywedog`,
+`diwaunedd` and `llagi`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -58,7 +59,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "clegyr", "elidir", "cadair", "arenig", "preseli", "mawddach", "dysynni", "siabod", "cribyn", "migneint",
                   "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd", "llydaw", "glaslyn", "alwen", "brenig",
                   "gwynant", "mymbyr", "hiraethog", "clwyd", "arddu", "cynwch", "nadroedd", "nantcol",
-                  "cregennan", "bugeilyn", "morwynion", "dywarchen")
+                  "cregennan", "bugeilyn", "morwynion", "dywarchen", "barfog", "eiddew", "cwmffynnon", "dwythwch",
+                  "alaw", "clywedog", "diwaunedd", "llagi")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -91,7 +93,8 @@ catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirio
 47 over atelier, `cwmorthin` and `claerwen`, then 288 over atelier, `celyn` and `tegid`, then 468 over the two catalogs,
 `trawsfynydd` and `elan`, then 446 over atelier, `dyfi` and `ceiriog`; 548 in session 48 over atelier, `edno` and `gadr`,
 then 525 over atelier, `bodlyn` and `hywel`, then 590 over atelier, `caerwych` and `conwy`, then 491 over atelier,
-`gwernan` and `tecwyn`); like test, only
+`gwernan` and `tecwyn`; 569 in session 49 over atelier, `irddyn` and `melynllyn`, then 553 over atelier, `syfaddan`
+and `brianne`, then 504 over atelier, `cefni` and `stwlan`, then 525 over atelier, `cwmdulyn` and `glanmerin`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -109,7 +112,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "carnedd", "rhinog", "moelwyn", "cnicht", "pumlumon", "berwyn", "hebog", "eifionydd", "mignedd", "ogwen",
                     "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris", "cwmorthin", "claerwen", "celyn", "tegid",
                     "trawsfynydd", "elan", "dyfi", "ceiriog", "edno", "gadr", "bodlyn", "hywel",
-                    "caerwych", "conwy", "gwernan", "tecwyn")
+                    "caerwych", "conwy", "gwernan", "tecwyn", "irddyn", "melynllyn", "syfaddan", "brianne", "cefni", "stwlan",
+                    "cwmdulyn", "glanmerin")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
