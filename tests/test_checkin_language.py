@@ -1572,6 +1572,9 @@ def test_a_two_word_term_typed_as_one_word_is_that_term(tmp_path_factory):
     (("kite except the batik one and the one out on the quay",), "select", {"kite-2"}),  # the list goes on
     (("anything but make it pastel",), "select", {"kite-3"}),                   # "but" before a verb rules nothing out
     (("anything, as long as its charcoal",), "no_match", {"charcoal"}),         # a medium asked for
+    (("any model is fine, just make it a walrus",), "no_match", {"walrus"}),    # a subject beside no constraint
+    (("whatever you pick, just a walrus",), "no_match", {"walrus"}),
+    (("anything thats a walrus",), "no_match", {"walrus"}),
 ])
 def test_phrasings_the_forty_sixth_to_fifty_second_stranger_batches_showed(checkin, messages, action, expected):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, action, expected)
@@ -1585,6 +1588,7 @@ def test_phrasings_the_forty_sixth_to_fifty_second_stranger_batches_showed(check
     ("goldleaf", "quay", "A lamp.", ("the lamp, not the gold one",), "select", {"lamp-2"}),  # the start of a style, "the ... one"
     ("plasterwork", "quay", "A lamp.", ("lamp number 2", "hmm the plaster one instead"), "select", {"lamp-1"}),  # no thing of its own
     ("batik", "quay", "A lamp in ice.", ("the icy lamp",), "select", {"lamp-2"}),  # a short "-y" word for a card's noun
+    ("batik", "quay", "A lamp with lace.", ("lamp lace 1",), "select", {"lamp-2"}),  # "1" after a description word: "one"
     ("batik", "quay", "A lamp of shell pieces.", ("a batik piece",), "select", {"lamp-1"}),  # an artwork, no description word
     ("batik", "quay", "A lamp print on a wall.", ("a batik print",), "select", {"lamp-1"}),  # the style's medium noun
     ("batik", "quay", "A lamp.", ("the lamp i haven't used at all this year",), "select", {"lamp-1"}),
@@ -1680,6 +1684,12 @@ def test_the_number_of_training_images_is_the_one_a_description_writes(tmp_path_
                            for n, count in ((1, 20), (2, 30), (3, 12))], tmp_path_factory, "image-count")
     selects(things, "the lamp trained on 30 images", "lamp-2")    # a count, not version 30
     selects(things, "my lamp with 12 pics", "lamp-3")
+
+
+def test_plurals_in_tzes_fold():
+    from personalq.checkin.vocabulary import norm
+
+    assert (norm("waltzes"), norm("sizes"), norm("beaches")) == ("waltz", "size", "beach")
 
 
 def test_one_typed_after_a_look_is_no_version(tmp_path_factory):

@@ -306,6 +306,15 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
         passed.add(j)
 
 
+def _names_no_subject(key: str, vocabulary: CatalogVocabulary) -> bool:
+    """Whether a word names a look, a place or a description word, none a subject: "1" typed after it
+    ("the watercolor 1", "the low poly 1", "the lace 1") is "one", no version."""
+    found = vocabulary.exact((key,)) or vocabulary.similar(key)
+    if found is not None:
+        return found[0] != "subject"
+    return bool(vocabulary.style_clipped_to(key)) or key in vocabulary.cue_words
+
+
 def _the_word_one(text: str, tok: Token) -> bool:
     """"the gold one": one word alone names the one meant ("the cobalt blue one" names a colour)."""
     return bool(_ONE_AFTER_NAME.match(text, tok.end) and _THE_BEFORE.search(text, 0, tok.start))
@@ -318,10 +327,12 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
 
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z",
 # "same but a parrot", "what about a parrot" (after another request), "anything, but it has to be a
-# parrot", "whatever, maybe a parrot", "anything, as long as its a parrot": a
+# parrot", "whatever, maybe a parrot", "anything, as long as its a parrot", "any model, just make it a
+# parrot", "whatever you pick, just a parrot", "anything thats a parrot": a
 # subject named after what is drawn ("the one with googly eyes" names a detail of a card).
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|smth|sth)\s+(?:\w+\s+)?w(?:ith)?|(?<!the\s)one\s+with|"
                        r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|(?:as\s+)?long\s+as\s+it(?:s|['’]s|\s+is)|"
+                       r"(?:make\s+it|just|that['’]?s)\s+(?=an?\b)|"
                        r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
@@ -764,9 +775,7 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
     for pattern, numeral in ((_TRAILING_NUMBER, int), (_ROMAN, _ROMAN_VALUES.get)):
         for m in pattern.finditer(text):
             word = re.search(r"(\w+)\W*$", text[:m.start(1)])
-            key = norm(word.group(1)) if word else ""
-            look = bool(word) and m.group(1) == "1" and (vocabulary.exact((key,)) or vocabulary.similar(key)
-                                                         or (("style",) if vocabulary.style_clipped_to(key) else ("subject",)))[0] != "subject"
+            look = bool(word) and m.group(1) == "1" and _names_no_subject(norm(word.group(1)), vocabulary)
             if not any(taken[m.start(1):m.end()]) and word and word.group(1).lower() not in STOP_WORDS | _ONE_AFTER \
                     and not look:  # "the watercolor 1": "one" typed after a style or a place, no version
                 intent.constraints.append(Constraint("version", numeral(m.group(1)), m.group(0).strip(), m.start(1), m.end()))

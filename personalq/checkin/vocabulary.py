@@ -114,7 +114,7 @@ def norm(token: str) -> str:
     t = token.lower()
     if len(t) > 4 and t.endswith("ies"):
         return t[:-3] + "y"
-    if len(t) > 4 and t.endswith(("ches", "shes", "xes", "sses")):
+    if len(t) > 4 and t.endswith(("ches", "shes", "xes", "sses", "tzes")):  # "waltzes"
         return t[:-2]
     if len(t) > 3 and t.endswith("s") and not t.endswith(("ss", "us", "is")):
         return t[:-1]
