@@ -41,7 +41,7 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd`, `cowlyd`, `llydaw`,
 `glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog`, `clwyd`, `arddu`, `cynwch`, `nadroedd`, `nantcol`,
 `cregennan`, `bugeilyn`, `morwynion`, `dywarchen`, `barfog`, `eiddew`, `cwmffynnon`, `dwythwch`, `alaw`, `clywedog`,
-`diwaunedd` and `llagi`; read freely,
+`diwaunedd`, `llagi`, `glasfryn`, `padrig`, `cerrig` and `pencarreg`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -60,7 +60,7 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd", "llydaw", "glaslyn", "alwen", "brenig",
                   "gwynant", "mymbyr", "hiraethog", "clwyd", "arddu", "cynwch", "nadroedd", "nantcol",
                   "cregennan", "bugeilyn", "morwynion", "dywarchen", "barfog", "eiddew", "cwmffynnon", "dwythwch",
-                  "alaw", "clywedog", "diwaunedd", "llagi")
+                  "alaw", "clywedog", "diwaunedd", "llagi", "glasfryn", "padrig", "cerrig", "pencarreg")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -94,7 +94,8 @@ catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirio
 `trawsfynydd` and `elan`, then 446 over atelier, `dyfi` and `ceiriog`; 548 in session 48 over atelier, `edno` and `gadr`,
 then 525 over atelier, `bodlyn` and `hywel`, then 590 over atelier, `caerwych` and `conwy`, then 491 over atelier,
 `gwernan` and `tecwyn`; 569 in session 49 over atelier, `irddyn` and `melynllyn`, then 553 over atelier, `syfaddan`
-and `brianne`, then 504 over atelier, `cefni` and `stwlan`, then 525 over atelier, `cwmdulyn` and `glanmerin`); like test, only
+and `brianne`, then 504 over atelier, `cefni` and `stwlan`, then 525 over atelier, `cwmdulyn` and `glanmerin`, then 551
+over atelier, `bychan` and `hiraethlyn`, then 556 over atelier, `eiddwen` and `dinas`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -113,7 +114,7 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris", "cwmorthin", "claerwen", "celyn", "tegid",
                     "trawsfynydd", "elan", "dyfi", "ceiriog", "edno", "gadr", "bodlyn", "hywel",
                     "caerwych", "conwy", "gwernan", "tecwyn", "irddyn", "melynllyn", "syfaddan", "brianne", "cefni", "stwlan",
-                    "cwmdulyn", "glanmerin")
+                    "cwmdulyn", "glanmerin", "bychan", "hiraethlyn", "eiddwen", "dinas")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
