@@ -308,7 +308,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
 
 def _names_no_subject(key: str, vocabulary: CatalogVocabulary) -> bool:
     """Whether a word names a look, a place or a description word, none a subject: "1" typed after it
-    ("the watercolor 1", "the low poly 1", "the lace 1") is "one", no version."""
+    ("the watercolor 1", "the lino 1", "the lace 1") is "one", no version."""
     found = vocabulary.exact((key,)) or vocabulary.similar(key)
     if found is not None:
         return found[0] != "subject"
