@@ -325,13 +325,16 @@ def _is_verb(key: str, vocabulary: CatalogVocabulary) -> bool:
     return any(vocabulary.is_verb(form) for form in [key, *(verb_stems(key) if key.endswith("ing") else [])])
 
 
+_AS_LONG_AS_IT = r"(?:as\s+)?long\s+as\s+it(?:s|['’]s|\s+is)"  # "anything, as long as its ...": what must hold
+
+
 # "something with a dinosaur", "a picture of an X", "a stencil of a Y", "where the samples show Z",
 # "same but a parrot", "what about a parrot" (after another request), "anything, but it has to be a
 # parrot", "whatever, maybe a parrot", "anything, as long as its a parrot", "any model, just make it a
 # parrot", "whatever you pick, just a parrot", "anything thats a parrot": a
 # subject named after what is drawn ("the one with googly eyes" names a detail of a card).
 _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|smth|sth)\s+(?:\w+\s+)?w(?:ith)?|(?<!the\s)one\s+with|"
-                       r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|(?:as\s+)?long\s+as\s+it(?:s|['’]s|\s+is)|"
+                       r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|" + _AS_LONG_AS_IT + r"|"
                        r"(?:make\s+it|just|that['’]?s)\s+(?=an?\b)|"
                        r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
                        r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
@@ -351,7 +354,7 @@ _PURPOSE = re.compile(r"\b(?:for|as|to)\s+(?:(?:my|a|an|the|our|some)\s+)?(?:\w+
 _MEDIUM_AFTER = re.compile(r"[\s-]*(?:render(?:ed|ing)?|art|artwork|paint|painting|drawing|illustration|sketch|print|aesthetic)\b", re.I)
 _OF_THE = re.compile(r"\s+of\s+(?:(?:the|a|an|my|that|this)\s+)?", re.I)
 # "chair painted in oils", "the lynx in charcoal", "made of clay", "make it charcoal", "it has to be charcoal": no article before a medium
-_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of)|make\s+it|(?:has|have|needs?)\s+to\s+be|must\s+be|long\s+as\s+it(?:s|['’]s|\s+is))\s+$", re.I)
+_IN_MEDIUM = re.compile(r"\b(?:in|made\s+(?:of|from|out\s+of)|make\s+it|(?:has|have|needs?)\s+to\s+be|must\s+be|" + _AS_LONG_AS_IT + r")\s+$", re.I)
 
 
 # "the lynx as a cartoon", "drawn as a doodle": what follows names how it is drawn.
