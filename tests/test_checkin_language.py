@@ -482,6 +482,8 @@ def test_a_purpose_or_a_compound_is_no_absent_subject(checkin, text):
     ("ocarina made around christmas last year", "ocarina-2"),  # near a holiday: its month
     ("the ocarina i last touched in may", "ocarina-1"),    # "touched": when it was last used
     ("the kite i use constantly", "kite-1"),
+    ("lol the one i use like every day", "kite-1"),        # every day: the most used
+    ("kite, the unused 1", "kite-3"),                      # "1" after "unused" is "one", no version
     ("the ocarina i haven't used since may", "ocarina-1"),  # last used in may, not never used
     ("kite 2 please", "kite-2"),                           # a bare number before a polite word
 ])
@@ -1055,6 +1057,103 @@ def test_a_material_after_a_describing_word_is_part_of_a_style_not_a_thing_drawn
 @pytest.mark.parametrize("text", ["a kite that doesn't look pastel", "a kite that isn't pastel", "kite, don't want pastel"])
 def test_contracted_negations_rule_out(checkin, text):
     test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "kite-2"})
+
+
+@pytest.mark.parametrize("text", ["doesnt matter which kite", "no matter which kite", "i dont mind which kite", "i don't really care which kite"])
+def test_a_negated_matter_care_or_mind_is_indifference_not_exclusion(checkin, text):
+    """"doesnt matter which kite" asks for any kite: the negation is of the caring, not of the kite."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "kite-2", "kite-3"})
+
+
+@pytest.mark.parametrize("text, failing", [
+    ("dont care which, a walrus", "walrus"),             # "a" opens its own clause after the comma
+    ("any style, any place, a tractor", "tractor"),      # "any place" is no thing drawn
+    ("never mind, do a walrus in batik", "walrus"),      # "do a": what to draw
+    ("surprise me with a lighthouse, any look", "lighthouse"),
+    ("the zob on the quay", "zob"),                      # a short name the phrase shows to be a thing
+    ("vek in batik", "vek"),
+])
+def test_a_subject_the_catalog_lacks_opening_its_own_clause_is_a_no_match(checkin, text, failing):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "no_match", {failing})
+
+
+@pytest.mark.parametrize("messages", [
+    ("an ocarina", "wait actually whats the newest thing i trained"),
+    ("an ocarina", "hold on, whats my newest checkpoint overall"),
+    ("newest model in the whole library",),
+])
+def test_an_order_over_everything_drops_the_earlier_request(checkin, messages):
+    """Asked about ocarinas, "the newest thing i trained" is the newest of all, a kite."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, messages, "select", {"kite-3"})
+
+
+def test_last_week_reaches_from_the_calendar_week_before_up_to_now(tmp_path_factory):
+    """On a Friday, a lamp used on this week's Monday was used "last week" too: strangers meant the past
+    seven days as often as the calendar week before."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2026-02-01T12:00:00Z", "A lamp.", 1, 3, "2026-11-16T20:00:00Z"),
+        entry("lamp-2", "lamp", "gouache", "quay", "2026-03-01T12:00:00Z", "A lamp.", 2, 3, "2026-10-01T20:00:00Z"),
+    ], tmp_path_factory, "lastweek")
+    result = lamps.conversation(now="2026-11-20T15:00:00Z").ask("the lamp i used last week")
+    assert (result.action, result.checkpoint_id) == ("select", "lamp-1"), result.reason
+
+
+@pytest.mark.parametrize("text", ["idc in batik", "tbh in batik"])
+def test_chat_shorthand_before_a_look_is_no_subject(checkin, text):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "ocarina-2"})
+
+
+@pytest.mark.parametrize("text", ["let's make some art, whatever", "load up one of mine"])
+def test_art_itself_or_a_command_with_its_particle_is_no_subject(checkin, text):
+    """"some art" asks for any picture; "load up one of mine" is a command, not a thing to load."""
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, (text,), "clarify", {"kite-1", "kite-2", "kite-3", "ocarina-1", "ocarina-2"})
+
+
+def test_idioms_and_a_command_opening_the_request_are_no_looks(tmp_path_factory):
+    """"any old thing from 2026", "any lamp is fine" and "open my lamps" ask for any such lamp, though
+    one description says "old", "fine" and "open"; said of a lamp, each is a look ("green" is a verb too)."""
+    lamps = checkin_over([
+        entry("lamp-1", "lamp", "batik", "quay", "2026-02-01T12:00:00Z", "An old open lamp with fine brass lines.", 1, 0),
+        entry("lamp-2", "lamp", "gouache", "quay", "2026-03-01T12:00:00Z", "A green lamp.", 2, 0),
+        entry("lamp-3", "lamp", "batik", "quay", "2024-04-01T12:00:00Z", "A lamp.", 3, 0),
+    ], tmp_path_factory, "idioms")
+    test_phrasings_a_fourth_stranger_batch_showed(lamps, ("any old thing from 2026",), "clarify", {"lamp-1", "lamp-2"})
+    for text in ("any lamp is fine", "open my lamps"):
+        test_phrasings_a_fourth_stranger_batch_showed(lamps, (text,), "clarify", {"lamp-1", "lamp-2", "lamp-3"})
+    for messages, expected in ((("the old lamp",), "lamp-1"), (("the fine lamp",), "lamp-1"), (("the open lamp",), "lamp-1"),
+                               (("lamp", "green one"), "lamp-2")):
+        test_phrasings_a_fourth_stranger_batch_showed(lamps, messages, "select", {expected})
+
+
+def test_a_compound_of_two_nouns_the_term_lacks_names_a_kind_of_its_own(tmp_path_factory):
+    """MiniLM hears "paddleboard" near "kayak", but a paddleboard is a board of its own: a no-match.
+    "snowdome" shares its first noun with "snowglobe", and may be another name of it."""
+    things = checkin_over([
+        entry("kayak-1", "kayak", "batik", "quay", "2024-02-01T12:00:00Z", "A kayak.", 1, 0),
+        entry("kayak-2", "kayak", "gouache", "quay", "2024-03-01T12:00:00Z", "A kayak.", 2, 0),
+        entry("snowglobe-1", "snowglobe", "batik", "meadow", "2024-04-01T12:00:00Z", "A snowglobe.", 1, 0),
+    ], tmp_path_factory, "compounds")
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the paddleboard one",), "no_match", {"paddleboard"})
+    test_phrasings_a_fourth_stranger_batch_showed(things, ("the snowdome",), "select", {"snowglobe-1"})
+
+
+def test_any_place_is_no_constraint(checkin):
+    test_phrasings_a_fourth_stranger_batch_showed(checkin, ("the kite in any place",), "clarify", {"kite-1", "kite-2", "kite-3"})
+
+
+def test_a_broad_subject_word_some_cards_list_also_names_the_kinds_of_it_others_show(tmp_path_factory):
+    """The decanters' cards list "bottle" too; a flask is a kind of bottle (WordNet), so "the bottle in
+    batik" is the flask, and "the bottle" asks between them. "decanter" still names its own cards."""
+    decanters = [entry("decanter-1", "decanter", "gouache", "quay", "2024-02-01T12:00:00Z", "A decanter.", 1, 0),
+                 entry("decanter-2", "decanter", "gouache", "meadow", "2024-03-01T12:00:00Z", "A decanter.", 2, 0)]
+    for card in decanters:
+        card["subject_types"].append("bottle")
+    bottles = checkin_over([*decanters, entry("flask-1", "flask", "batik", "quay", "2024-04-01T12:00:00Z", "A flask.", 1, 0)],
+                           tmp_path_factory, "bottles")
+    test_phrasings_a_fourth_stranger_batch_showed(bottles, ("the bottle in batik",), "select", {"flask-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(bottles, ("the bottle on the quay",), "clarify", {"decanter-1", "flask-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(bottles, ("the decanter on the quay",), "select", {"decanter-1"})
+    test_phrasings_a_fourth_stranger_batch_showed(bottles, ("the wine bottle on the quay",), "select", {"decanter-1"})  # a kind of its own
 
 
 @pytest.mark.parametrize("text, failing", [

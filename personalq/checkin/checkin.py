@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from personalq.checkin.intent import MANY_OF_THEM, PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
+from personalq.checkin.intent import ACROSS_ALL, MANY_OF_THEM, PLURAL_ONES, Constraint, Intent, heads_a_thing_phrase, parse_intent
 from personalq.checkin.retrieval import hybrid_search
 from personalq.checkin.rewrite import rewrite_named, rewrite_prompt
 from personalq.checkin.snapshot import CatalogSnapshot
@@ -664,8 +664,8 @@ class Conversation:
             return not new and bool(old) and bool(_LOOK_ONES_INSTEAD.search(text)) and any(
                 c.attribute in ("style", "environment") and not c.excluded for c in full.constraints)
         if not new:  # "what about something in the forest", "actually, the watercolor ones": any subject, not the one asked about
-            return bool(old) and bool(_ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and PLURAL_ONES.search(text)
-                                      and full.constraints)
+            return bool(full.order and ACROSS_ALL.search(text)) or bool(old) and bool(  # "whats my newest one overall"
+                _ANY_SUBJECT.search(text) or _TURNING_DOWN.match(text) and PLURAL_ONES.search(text) and full.constraints)
         if _TURNING_DOWN.match(text) and (any(c.attribute not in ("subject", "unknown", "cue") for c in full.constraints)
                                           or any(norm(c.words.split()[-1]) != c.words.split()[-1].lower() for c in new)
                                           or any(_INDEFINITE.search(text[:c.start]) for c in new)):

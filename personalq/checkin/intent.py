@@ -55,7 +55,7 @@ _NOT_THE_ONE = re.compile(r"\b(?:not|" + _NOT_BESIDE_NOT + r"|other\s+than|besid
 _ANY_BUT_ORDER = re.compile(r"\bany(?:thing|one)?\s+(?:\w+\s+)?(but\s+(?:the|my)\s+" + _ENDS + ")", re.I)  # "any lynx but the newest", "anything but the 1st"
 # Usage: how often a checkpoint was used ("the one I use most") or whether it ever was ("never used").
 _MOST_USED = re.compile(r"\b(?:most[\s-](?:often\s+)?used|over-?us(?:e[ds]?|ing)|(?:use[ds]?|using|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?most(?!\s+recent)(?:\s+often)?|"
-                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:the|my|our)\s+usual(?!\s+(?:images?|samples?|pics?|pictures?|photos?|shots?|stuff|way|style|place))|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
+                        r"(?:use|using|run)\s+(?:(?:it|like|literally|basically)\s+){0,2}(?:all\s+the\s+time|constantly|a\s*lot|so\s+much|non-?stop|every\s*day|daily)|(?:always|constantly)\s+(?:\w+\s+){0,2}?(?:using|use|run)|keep\s+(?:on\s+)?using|(?:always|keep|constantly)\s+(?:reaching\s+for|grabbing|(?:coming|going)\s+back\s+to|returning\s+to)|fav(?:ou?rite|e)?|go[\s-]to|(?:the|my|our)\s+usual(?!\s+(?:images?|samples?|pics?|pictures?|photos?|shots?|stuff|way|style|place))|(?:i|we)\s+use\s+more\b(?!\s+than)|most\s+popular|(?:the\s+)?most\s+use|"
                         r"(?:i|we)\s+(?:\w+\s+){1,3}?most(?:\s+often)?(?=\s*(?:[?.!,]|$))|(?:use|run)\s+(?:it\s+)?(?:way\s+|much\s+|far\s+)?more\s+than\s+(?:the\s+)?(?:others|rest))\b",
                         re.I)  # "do i reach for most", "the one i use way more than the others", "the usual"
 _LEAST_USED = re.compile(r"\b(?:least[\s-](?:often\s+)?used|(?:use[ds]?|run|ran)\s+(?:\w+\s+){0,2}?(?:the\s+)?least(?!\s+once)(?:\s+often)?|(?:rarely|barely|hardly|seldom)\s+(?:\w+\s+)?(?:use[ds]?|run|touch(?:ed)?|open(?:ed)?)|"
@@ -72,7 +72,8 @@ _ORDER = re.compile(r"\b(most\s+recent(?:ly)?|latest|newest|recent(?:ly)?|last|o
 # "my second lynx", "the 3rd one": the n-th made, as "first" is the oldest.
 _NTH = re.compile(r"\b(?:(" + "|".join(_ORDINALS[1:]) + r")|(\d{1,2})(?:st|nd|rd|th))\b", re.I)
 # "the newer 1", "the other 1": a "1" typed for "one" after these words is no version
-_ONE_AFTER = frozenset({"newer", "older", "earlier", "later", "next", "other", "another", "latest", "newest", "oldest", "first", "last", "recent"})
+_ONE_AFTER = frozenset({"newer", "older", "earlier", "later", "next", "other", "another", "latest", "newest", "oldest", "first", "last", "recent",
+                        "unused"})
 _NEWEST = ("most", "latest", "newest", "new", "recent", "recently", "last")
 _USED_BEFORE = re.compile(r"\b(?:used|use|using|ran|run|touched|opened|open|loaded|(?:had|have|has|took|pulled|got)\s+(?:\w+\s+)?out)\s+(?:\w+\s+){0,2}"
                           r"(?:(?:at|in|by)\s+the\s+(?:start|beginning|end|middle)\s+of\s+)?$", re.I)  # "used it back in august", "had open yesterday", "had it out in april"
@@ -292,9 +293,14 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             continue  # "the watercolor print": the style's own noun, no subject
         if _the_word_one(scan.text, tok) and vocabulary.style_clipped_to(tok.key):
             continue  # "the plaster one" where a style starts so: that style (`_absent_style`)
+        if vocabulary.names_art_itself(tok.key):
+            continue  # "lets make some art": any picture
         # "my peacok", "froggy"; "spectacles", a thing only in the plural typed
+        # "the <name> in the chapel", "<name> in <look>": a short name after an article, or opening the message, before a place or look
+        shown = (j == 0 or _ARTICLE_BEFORE.search(scan.text[:tok.start])) and _WHERE_OR_HOW_AFTER.match(scan.text, tok.end)
         thing = next((w for w in (tok.key, tok.text.lower()) if vocabulary.names_thing(w)), None) or vocabulary.thing_meant_by(tok.key) \
-            or (tok.key if vocabulary.names_unknown(tok.key) and (_HEAD_END.match(scan.text, tok.end) or _ONE_AFTER_NAME.match(scan.text, tok.end))
+            or (tok.key if vocabulary.names_unknown(tok.key, bool(shown)) and (
+                _HEAD_END.match(scan.text, tok.end) or _ONE_AFTER_NAME.match(scan.text, tok.end))
                 else None)  # "the kendama in ...", "the kendama one"
         if thing:
             _add_absent(intent, scan, unknown, j, thing, vocabulary)
@@ -337,10 +343,10 @@ _THING_OF = re.compile(r"\b(?:\w+\s+of|(?:something|anything|smth|sth)\s+(?:\w+\
                        r"(?:(?:has|have|needs?|got)\s+to|must|should)\s+be|maybe|" + _AS_LONG_AS_IT + r"|"
                        r"(?:make\s+it|just|that['’]?s)\s+(?=an?\b)|"
                        r"same(?:\s+thing)?\s+(?:but|with)(?:\s+(?:for|as))?|(?:what|how)\s+about|(?:samples?|pics?|pictures?|images?)\s+show(?:s|ing)?|"
-                       r"(?:have|got|want|need|find|get|is\s+there|are\s+there|make|draw|give|show|generate|create|render|paint)"
+                       r"surprise\s+me\s+with|(?:have|got|want|need|find|get|is\s+there|are\s+there|make|do|draw|give|show|generate|create|render|paint)"
                        r"\s+(?:me\s+)?(?=a|an|any|some))"
                        r"\s*(?:(?:a|an|the|my|some|any)\s+)?$", re.I)  # "do i have a griffin", "find me a yak", "make me a yak"
-_COMMAND = re.compile(r"\s+(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)
+_COMMAND = re.compile(r"\s+(?:(?:up|out)\s+)?(?:me\s+)?(?:the|a|an|my|our|this|that|some|one|whatever|whichever|any)\b", re.I)  # "load up one"
 # "whatever works", "whichever fits best": a verb after "whatever" ends a clause of its own, no subject.
 _WHATEVER_DOES = re.compile(r"\b(?:whatever|whichever)\s+$", re.I)
 _CLAUSE_END = re.compile(r"\s*(?:$|[,.!?;]|(?:best|for\s+(?:me|you|u)|i\s+guess)\b)", re.I)
@@ -638,7 +644,7 @@ def heads_a_thing_phrase(text: str, start: int, end: int) -> bool:
 
 
 # A negation up to three words (and a place preposition) before a term, hyphen included ("isnt photo-real")
-_EXCLUSION = re.compile(r"\b(?:not|no|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but(?!\s+(?:make|do|it|it['’]?s|has|have|must|should|needs?)\b)|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t|"
+_EXCLUSION = re.compile(r"\b(?:not|no(?!\s+matter\b)|nothing|none\s+of|except|excluding|without|minus|any(?:thing)?\s+but(?!\s+(?:make|do|it|it['’]?s|has|have|must|should|needs?)\b)|other\s+than|besides|apart\s+from|(?:is|are|was|were|does|do|did|has|have)n['’]?t(?!\s+(?:really\s+)?(?:matter|care|mind)\b)|"
                         r"skip(?:ping)?|avoid(?:ing)?|ignor(?:e|ing)|forget(?:\s+about)?|leave\s+out|instead\s+of|rather\s+than)\b"
                         r"(?:\s+\w+(?:['’]\w+)?){0,3}(?:\s+(?:in|at|on|from|with|by|near|under)(?:\s+(?:the|a|an|my))?)?[\s-]*$", re.I)
 # "except cartoon or pixel", "except the lake ones and the X", "not in the X or down the Y", "and the
@@ -737,8 +743,16 @@ class _Scan:
         k = j - 1
         while k >= 0 and (k in skip or self.toks[k].key in _SLOT_FILLERS):  # "my lil giraffe", "my trained giraffe"
             k -= 1
-        opening = all(t.key in CHAT_WORDS or t.key in _OPENERS for t in self.toks[:k])  # "ooh a unicorn": only chat words before it
+        clause = max(self.text.rfind(mark, 0, self.toks[k].start) for mark in ",.;!?") + 1 if k >= 0 else 0
+        # "ooh a unicorn", "dont care which, a unicorn": only chat words before it in its clause
+        opening = all(t.key in CHAT_WORDS or t.key in _OPENERS for t in self.toks[:k] if t.start >= clause)
         return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)
+
+
+# "my most used one overall", "the newest thing i trained", "the latest of them all": an order over every checkpoint
+ACROSS_ALL = re.compile(r"\b(?:overall|of\s+(?:them\s+)?all|(?:out\s+)?of\s+everything|across\s+(?:everything|the\s+board)|"
+                        r"in\s+(?:the|my)\s+(?:whole|entire)\s+\w+|"
+                        r"(?<=\s)thing\s+(?:i|we)(?:['’]ve|\s+have)?\s+(?:ever\s+)?(?:trained|made|created))\b", re.I)
 
 
 def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabulary) -> list[bool]:
@@ -849,6 +863,9 @@ def _time_version_order(intent: Intent, now: datetime, vocabulary: CatalogVocabu
         intent.order = ("used" if by_use else "created", "max" if word.startswith(_NEWEST) else "min")
         intent.order_words = m.group(0)
         take(m.start(), m.end())
+    if intent.order:  # "the newest model in my whole collection": of every checkpoint, no place
+        for m in ACROSS_ALL.finditer(text):
+            take(m.start(), m.end())
     return taken
 
 
@@ -938,6 +955,8 @@ def _catalog_terms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabulary) -
             key = tuple(t.key for t in span)
             hit = vocabulary.exact(key)
             if hit and not all(k in STOP_WORDS for k in key):
+                if hit[0] == "subject" and not (i and vocabulary.is_compound(" ".join((toks[i - 1].key, *key)))):
+                    hit = ("subject", vocabulary.with_kinds_below(hit[1]))  # not "a coffee <word>": a kind of its own
                 _add(intent, hit, span, exact=True)
                 scan.found.add(hit[0])
                 scan.used.update(range(i, i + size))
@@ -982,7 +1001,10 @@ def _pairs(indices: list[int], scan: _Scan) -> list[tuple[int, int]]:
 
 _ANYTHING_BEFORE = re.compile(r"\b(?:anything|something|smth|stuff)\s+$", re.I)
 _DETAIL_BEFORE = re.compile(r"\b(?:with|w/?|holding|wearing|and)\s+(?:(?:the|a|an|some|its|his|her)\s+)?$", re.I)
-_AS_X_AS = re.compile(r"\b(?:as\s+)?(long|soon|good|far|well|much)\s+as\b", re.I)  # "(as) long as it's blue"
+# Idioms whose word describes nothing: "(as) long as it's blue", "any old thing from this year", "whichever is
+# fine", "any style, any place"
+_IDIOMS = re.compile(r"\b(?:as\s+)?(long|soon|good|far|well|much)\s+as\b|\bany\s+(old)\b|"
+                     r"\b(?:is|are|be|its|it['’]s|thats|that['’]s)\s+(fine)\b|\bany\s+(place|location|setting)\b", re.I)
 _COLOURED = re.compile(r"colou?r(?:ed)?", re.I)
 
 
@@ -994,7 +1016,7 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
     description word ("oil paint", "leaded glass") only when it names a style or a place.
     """
     toks = scan.toks
-    joined = [m.span(1) for m in _AS_X_AS.finditer(scan.text)]  # "as long as it's not blue": no long thing
+    joined = [m.span(m.lastindex) for m in _IDIOMS.finditer(scan.text)]  # "as long as it's not blue": no long thing
     content = [i for i in range(len(toks)) if i not in scan.used and not toks[i].key.isdigit()
                and not any(a <= toks[i].start < b for a, b in joined) and (
         toks[i].key not in STOP_WORDS or _ARTICLE_BEFORE.search(scan.text[:toks[i].start]) and vocabulary.names_built_place(toks[i].key)
@@ -1017,6 +1039,10 @@ def _cues_and_synonyms(intent: Intent, scan: _Scan, vocabulary: CatalogVocabular
         cues -= {j for j in cues if vocabulary.describes_a_style(toks[j].text.lower())}
     # "need it for a poster": what the picture is for is no look ("as a cartoon" may be one)
     cues -= {j for j in cues if (m := _PURPOSE.search(scan.text[:toks[j].start])) and m.group(0).lower().startswith("for")}
+    # "open my checkpoints": a verb opening the message before what it takes is a command, no look
+    # ("green one", "spotted one": a look before "one", though WordNet has verbs of both)
+    cues -= {j for j in cues if all(t.key in CHAT_WORDS for t in toks[:j]) and _COMMAND.match(scan.text, toks[j].end)
+             and not _ONE_AFTER_NAME.match(scan.text, toks[j].end) and _is_verb(toks[j].key, vocabulary)}
     # "over the sand": a place slot holding what one catalog place is made of names that place, even
     # where a description has the word too, as does another name of a catalog place ("in the loft" for a garret
     # where a card says "loft bed"); "a sand dollar" is one noun, no place
@@ -1159,6 +1185,7 @@ def _hyphened_to_style(intent: Intent, scan: _Scan, j: int) -> bool:
 # about making checkpoints ending its phrase, is a noun, a place if it names one ("train a model" has no
 # article before it; "the train shed" is a shed).
 _ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.I)
+_WHERE_OR_HOW_AFTER = re.compile(r"\s+(?:in|on|at|by|under|over)\s", re.I)
 _PARTICLE = re.compile(r"\s+(?:out|around|about)\b", re.I)
 
 

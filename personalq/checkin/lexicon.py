@@ -329,6 +329,10 @@ class WordNet:
         "art" itself ("lets make art") names no particular one."""
         return any(ART_FORMS & (self.ancestors(sense, 12).keys() - {sense}) for sense in self.usual_senses(word))
 
+    def names_art_itself(self, word: str) -> bool:
+        """Whether the word's usual sense is art itself, no kind of it ("lets make some art")."""
+        return bool(ART_FORMS & set(self.usual_senses(word)))
+
     def names_medium(self, word: str) -> bool:
         """Whether any noun sense of the word is a kind of art, a paint or what one draws with ("in oils",
         "in charcoal", "in bronze", "in pencil"): after "in", a rarer sense is the one meant. A word

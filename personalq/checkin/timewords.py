@@ -417,6 +417,8 @@ def _window(kind: str, m: re.Match, now: datetime) -> TimeWindow | None:
         if moment is None:
             return None
         unit = "day" if kind == "day" else _unit(m.group(2) if kind == "ago" else m.group(3))
+        if kind == "relative" and phrase == "last week":  # the calendar week before, or the seven days up to now: users mean either
+            return TimeWindow(words, _span(moment, unit)[0], _day(now)[1])
         return TimeWindow(words, *_span(moment, unit))
     if kind == "season":
         months = SEASONS[m.group(2).lower()]

@@ -38,7 +38,7 @@ DOMAIN_WORDS = frozenset(
 CHAT_WORDS = frozenset(
     "nope nah naw yep yup yeah ya ok okay k pls plz thx ty lol ur u r gonna wanna gotta kinda sorta idk "
     "hmm hm ooh oh ah uh um umm hey hi yo wait ugh welp alright lil smol just outta smth sth gimme whichever "
-    "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt".split()  # "ive", "isnt": no apostrophe typed
+    "dunno ive im youre thats whats isnt arent wasnt werent dont doesnt didnt havent hasnt idc tbh ngl imo btw omg lmk smh fyi rn kno tho".split()  # "ive", "isnt": no apostrophe typed
 )
 # Casual words for "the one" ("the little guy in the poncho", "that dude"): they stand for whatever
 # the card shows and never name a subject of their own. A hand list, for the reason above.
@@ -56,6 +56,7 @@ BARE_MEANING_FLOOR = 0.45
 ONE_THING_FLOOR = 0.87  # two names MiniLM puts this near are one thing, whatever their head nouns
 SPELLING_MIN_RATIO = 0.85
 UNKNOWN_NAME_MIN_LENGTH = 4  # "idc", "tbh", "ngl": chat shorthand is short
+SHORT_NAME_LENGTH = 3  # a short name its phrase shows to be a thing ("the <name> in ..."; see intent._absent_subject)
 MISSPELLING_RATIO = 0.7  # below SPELLING_MIN_RATIO: too far to correct, yet too near to be another word
 MISSPELLING_LENGTH_GAP = 2  # a misspelling drops or adds a letter or two, not a syllable
 SPELLING_SHARED_START = 3  # letters two spellings of one word share at their start (see _distinct_nouns)
@@ -249,6 +250,7 @@ class CatalogVocabulary:
         # (attribute, style or place term) -> its WordNet senses and their direct hypernyms
         self._term_senses: dict[tuple[str, tuple[str, ...]], tuple[set[int], set[int]]] | None = None
         self._near_categories: dict[str, set[tuple[str, ...]]] = {}  # a phrase -> the embedder's nearest categories
+        self._terms_below: dict[int, set[tuple[str, ...]]] | None = None  # a sense -> subject terms a few steps below it
         self._spellers: dict[frozenset[str], Speller] = {}
         self._style_anchors: np.ndarray | None = None
         self._style_cache: dict[str, bool] = {}
@@ -346,6 +348,10 @@ class CatalogVocabulary:
     def names_art_form(self, word: str) -> bool:
         """Whether an unknown word names a style (a kind of art); without WordNet none does."""
         return self.lexicon is not None and self.lexicon.names_art_form(word)
+
+    def names_art_itself(self, word: str) -> bool:
+        """Whether a word names art in general ("art"), which asks for no subject and no style; without WordNet none does."""
+        return self.lexicon is not None and self.lexicon.names_art_itself(word)
 
     def other_kind_of_term(self, phrase: str, attribute: str, key: object) -> bool:
         """Whether a two-word phrase names another kind of thing than a two-word term it shares a word
@@ -536,7 +542,7 @@ class CatalogVocabulary:
             self._style_cache[phrase] = self.names_art_form(phrase.replace(" ", "_")) or self._near_style_anchor(phrase)
         return self._style_cache[phrase]
 
-    def names_unknown(self, word: str) -> bool:
+    def names_unknown(self, word: str, shown_a_thing: bool = False) -> bool:
         """Whether a word may be the name of a craft, brand or thing the catalog lacks ("a kendama"),
         or a misspelling of one ("elefant"): WordNet knows no form of it (or knows it only as a
         trade name or a city), it is no chat
@@ -545,8 +551,8 @@ class CatalogVocabulary:
         correct ("gwache") or of a long word of the request grammar ("whatevr", "whichevs"; a
         misspelling keeps about the word's length and its first letter: three letters more, or
         another first letter, make another word).
-        Without WordNet no word is."""
-        if self.lexicon is None or len(word) < UNKNOWN_NAME_MIN_LENGTH \
+        A short word counts where its phrase shows it to be a thing (`shown_a_thing`). Without WordNet no word is."""
+        if self.lexicon is None or len(word) < (SHORT_NAME_LENGTH if shown_a_thing else UNKNOWN_NAME_MIN_LENGTH) \
                 or self.lexicon.is_word(word) and not self.lexicon.names_only_a_name(word):
             return False
         if word.endswith("y") and any(self.lexicon.is_word(stem) for stem in (word[:-1], word[:-2]) if len(stem) >= 3):
@@ -766,6 +772,8 @@ class CatalogVocabulary:
             key = keys[top]
             if self._siblings(phrase, self.labels[(attribute, key)], attribute):
                 continue
+            if attribute == "subject" and self._compound_named_apart(phrase, self.labels[(attribute, key)]):
+                continue
             if attribute == "style" and self.lexicon is not None and ART_FORMS & set(self.lexicon.usual_senses(phrase.replace(" ", "_"))):
                 continue  # "art", "drawing", "needlework" name a whole kind of art, no one style of it
             if attribute != "subject" and self.is_creature_noun(phrase):
@@ -825,6 +833,20 @@ class CatalogVocabulary:
         defined = {o: {norm(w) for w in lex.defined_words(o)} for o in (*mine, *theirs)}  # once per sense, not per pair
         return not any(lex.lemma_heads(b) & defined[a] or lex.lemma_heads(a) & defined[b] for a in mine for b in theirs)
 
+    def _compound_named_apart(self, phrase: str, label: str) -> bool:
+        """Whether a compound WordNet lacks (one word or two) is two nouns, and the term's name holds none
+        of its first nouns: it names a kind of thing of its own, however near MiniLM puts the two
+        (strangers refused such near neighbours, each a kind of its own), while a compound sharing its
+        first noun with the term's name may be another name of it."""
+        lex = self.lexicon
+        if lex is None or lex.senses(phrase.replace(" ", "_")):
+            return False
+        parts = phrase.split()
+        splits = [parts] if len(parts) == 2 else [[phrase[:k], phrase[k:]] for k in range(3, len(phrase) - 2)] if len(parts) == 1 else []
+        firsts = [first for first, head in splits
+                  if lex.is_mainly_noun(first) and lex.is_mainly_noun(head) and not head.endswith("ing")]
+        return bool(firsts) and not any(first in label.replace(" ", "") for first in firsts)
+
     def _defined_alike(self, sense: int, term_sense: int) -> bool:
         """Whether a sense is a kind of the term sense's direct hypernym (at most LEXICON_MAX_UP steps
         down) and the two definitions share a content word that does not name that hypernym."""
@@ -858,6 +880,26 @@ class CatalogVocabulary:
                     self._parent_terms.setdefault(parent, set()).add(key)
         self._sense_terms = sense_terms
         return sense_terms
+
+    def with_kinds_below(self, key: tuple[str, ...]) -> tuple[str, ...] | frozenset:
+        """A subject term no card has as its category, with the catalog's subjects WordNet files at most
+        LEXICON_MAX_UP steps below the term's usual sense (a frozenset of alternatives), else the term:
+        a broad word some cards list beside their own subject also names a narrower subject's cards, as
+        users who type it mean (strangers asked for the one card of a narrower subject by the broad word
+        other cards list). A category keeps its own cards: its name is the catalog's own word for them;
+        and names of kinds within the term's own category stay apart (the catalog tells them apart)."""
+        if self.lexicon is None or key in self.categories:
+            return key
+        if self._terms_below is None:
+            self._terms_below = defaultdict(set)
+            for sense, keys in self._lexicon_index().items():
+                for above in self.lexicon.ancestors(sense, LEXICON_MAX_UP):
+                    self._terms_below[above] |= keys
+        below = set().union(*(self._terms_below.get(sense, set())
+                              for sense in self.lexicon.usual_senses(self.labels[("subject", key)].replace(" ", "_"))))
+        own = self.terms["subject"].get(key, set())
+        below = {other for other in below if not self.term_categories[other] & self.term_categories[key]}  # its own category's names stay apart
+        return frozenset(below | {key}) if any(self.terms["subject"][other] - own for other in below) else key
 
     def _own_senses(self, label: str) -> tuple[int, ...]:
         """A term's senses, less those where it is only another name of a thing with a name of its own
