@@ -41,7 +41,8 @@ two catalogs, `workshop`, `harbor`, `grove`, `pier`, `vault`, `dune`, `opal`, `c
 `dysynni`, `siabod`, `cribyn`, `migneint`, `idwal`, `cwellyn`, `crafnant`, `marchlyn`, `bochlwyd`, `cowlyd`, `llydaw`,
 `glaslyn`, `alwen`, `brenig`, `gwynant`, `mymbyr`, `hiraethog`, `clwyd`, `arddu`, `cynwch`, `nadroedd`, `nantcol`,
 `cregennan`, `bugeilyn`, `morwynion`, `dywarchen`, `barfog`, `eiddew`, `cwmffynnon`, `dwythwch`, `alaw`, `clywedog`,
-`diwaunedd`, `llagi`, `glasfryn`, `padrig`, `cerrig` and `pencarreg`; read freely,
+`diwaunedd`, `llagi`, `glasfryn`, `padrig`, `cerrig`, `pencarreg`, `egnant`, `teifi`, `craiglyn`, `gwyddior`,
+`hepste`, `nantmor`, `llechwedd` and `rhaeadr`; read freely,
 like dev. Not
 part of the frozen split."""
 EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vault", "dune", "opal", "cove", "tarn", "bramble", "sedge",
@@ -60,7 +61,8 @@ EXTRA_CATALOGS = ("demo", "atelier", "workshop", "harbor", "grove", "pier", "vau
                   "idwal", "cwellyn", "crafnant", "marchlyn", "bochlwyd", "cowlyd", "llydaw", "glaslyn", "alwen", "brenig",
                   "gwynant", "mymbyr", "hiraethog", "clwyd", "arddu", "cynwch", "nadroedd", "nantcol",
                   "cregennan", "bugeilyn", "morwynion", "dywarchen", "barfog", "eiddew", "cwmffynnon", "dwythwch",
-                  "alaw", "clywedog", "diwaunedd", "llagi", "glasfryn", "padrig", "cerrig", "pencarreg")
+                  "alaw", "clywedog", "diwaunedd", "llagi", "glasfryn", "padrig", "cerrig", "pencarreg",
+                  "egnant", "teifi", "craiglyn", "gwyddior", "hepste", "nantmor", "llechwedd", "rhaeadr")
 HOLDOUT = "holdout"
 """Requests helpers wrote without seeing the code (195 in session 30 over the two catalogs and `loft`;
 294 in session 31 over the two catalogs, `ember` and `mesa`; 371 in session 35 over the two catalogs,
@@ -95,7 +97,9 @@ catalogs, `dulyn`, `eigiau` and `teyrn`, then 428 over the two catalogs, `geirio
 then 525 over atelier, `bodlyn` and `hywel`, then 590 over atelier, `caerwych` and `conwy`, then 491 over atelier,
 `gwernan` and `tecwyn`; 569 in session 49 over atelier, `irddyn` and `melynllyn`, then 553 over atelier, `syfaddan`
 and `brianne`, then 504 over atelier, `cefni` and `stwlan`, then 525 over atelier, `cwmdulyn` and `glanmerin`, then 551
-over atelier, `bychan` and `hiraethlyn`, then 556 over atelier, `eiddwen` and `dinas`); like test, only
+over atelier, `bychan` and `hiraethlyn`, then 556 over atelier, `eiddwen` and `dinas`; 568 in session 50 over
+atelier, `crugnant` and `fanod`, then 605 over atelier, `cyri` and `mynyddlod`, then 526 over atelier, `cwmcarn` and
+`cwmllwch`, then 513 over atelier, `esgair` and `trefil`); like test, only
 ever scored (their
 failures are not read), so a later session can measure again what strangers type on requests no
 tuning saw."""
@@ -114,7 +118,8 @@ HOLDOUT_CATALOGS = ("demo", "atelier", "loft", "ember", "mesa", "holm", "dene", 
                     "dulyn", "eigiau", "teyrn", "geirionydd", "padarn", "peris", "cwmorthin", "claerwen", "celyn", "tegid",
                     "trawsfynydd", "elan", "dyfi", "ceiriog", "edno", "gadr", "bodlyn", "hywel",
                     "caerwych", "conwy", "gwernan", "tecwyn", "irddyn", "melynllyn", "syfaddan", "brianne", "cefni", "stwlan",
-                    "cwmdulyn", "glanmerin", "bychan", "hiraethlyn", "eiddwen", "dinas")
+                    "cwmdulyn", "glanmerin", "bychan", "hiraethlyn", "eiddwen", "dinas", "crugnant", "fanod", "cyri",
+                    "mynyddlod", "cwmcarn", "cwmllwch", "esgair", "trefil")
 BESIDE_THE_SPLIT = {EXTRA: EXTRA_CATALOGS, HOLDOUT: HOLDOUT_CATALOGS}
 
 
