@@ -282,7 +282,7 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             passed.add(j)
             continue
         takes_object = _COMMAND.match(scan.text, tok.end) and _is_verb(tok.key, vocabulary)
-        clause = max(scan.text.rfind(mark, 0, tok.start) for mark in ",.;!?") + 1  # "i dont care which, just load one"
+        clause = _clause_start(scan.text, tok.start)  # "i dont care which, just load one"
         opens = all(t.key in CHAT_WORDS for t in scan.toks[:j] if t.start >= clause)  # "just load whatever i use", not "my car one"
         if _PURPOSE.search(scan.text[:tok.start]) or takes_object and (opens or tok.text.lower().endswith("ing")) \
                 or _WHATEVER_DOES.search(scan.text[:tok.start]) and _CLAUSE_END.match(scan.text, tok.end) \
@@ -310,6 +310,11 @@ def _absent_subject(intent: Intent, scan: _Scan, unknown: list[int], vocabulary:
             _add(intent, ("unknown", f"{pair[0].key} {tok.key}"), pair, exact=True)
             return
         passed.add(j)
+
+
+def _clause_start(text: str, end: int) -> int:
+    """Where the clause holding `end` starts: just after the last punctuation mark before it, or 0."""
+    return max(text.rfind(mark, 0, end) for mark in ",.;!?") + 1
 
 
 def _names_no_subject(key: str, vocabulary: CatalogVocabulary) -> bool:
@@ -743,7 +748,7 @@ class _Scan:
         k = j - 1
         while k >= 0 and (k in skip or self.toks[k].key in _SLOT_FILLERS):  # "my lil giraffe", "my trained giraffe"
             k -= 1
-        clause = max(self.text.rfind(mark, 0, self.toks[k].start) for mark in ",.;!?") + 1 if k >= 0 else 0
+        clause = _clause_start(self.text, self.toks[k].start) if k >= 0 else 0
         # "ooh a unicorn", "dont care which, a unicorn": only chat words before it in its clause
         opening = all(t.key in CHAT_WORDS or t.key in _OPENERS for t in self.toks[:k] if t.start >= clause)
         return k < 0 or self.toks[k].key in _SUBJECT_SLOT or (opening and self.toks[k].key in _OPENING_ARTICLES)

@@ -774,7 +774,7 @@ class CatalogVocabulary:
                 continue
             if attribute == "subject" and self._compound_named_apart(phrase, self.labels[(attribute, key)]):
                 continue
-            if attribute == "style" and self.lexicon is not None and ART_FORMS & set(self.lexicon.usual_senses(phrase.replace(" ", "_"))):
+            if attribute == "style" and self.names_art_itself(phrase.replace(" ", "_")):
                 continue  # "art", "drawing", "needlework" name a whole kind of art, no one style of it
             if attribute != "subject" and self.is_creature_noun(phrase):
                 continue  # a creature ("a parrot") is something to draw, never a look or a place however MiniLM hears it
